@@ -1,0 +1,234 @@
+//! The supervisor: one process that owns a whole test environment (control plane, pod network, simulated
+//! kubelet and everything the Pods run) and tears all of it down when it is told to stop, when it receives
+//! SIGTERM, SIGINT or SIGHUP, or, in supervised mode, when its standard input closes. Tests start it as a
+//! child with a pipe on its stdin, so the environment goes away with the test binary however that ends
+//! (normal exit, a panic, a kill), without relying on destructors of statics that never run.
+
+use std::{
+    collections::BTreeMap,
+    path::{Path, PathBuf},
+    sync::Arc,
+    time::Duration,
+};
+
+use tokio::{
+    io::AsyncReadExt,
+    signal::unix::{SignalKind, signal},
+};
+
+use crate::{
+    controlplane::ControlPlane,
+    error::{Error, Result},
+    info::EnvInfo,
+    kubelet::{HeadMode, KubeletConfig, SimKubelet},
+    network::PodNetwork,
+    paths::Layout,
+    stale,
+};
+
+/// The node every simulated Pod runs on.
+pub const NODE_NAME: &str = "testenv-node";
+
+pub struct SupervisorConfig {
+    pub layout: Layout,
+    /// The environment's id and directory; `None` picks a fresh one.
+    pub instance: Option<String>,
+    pub default_head: HeadMode,
+    /// Stop when standard input reaches end-of-file.
+    pub exit_on_stdin_eof: bool,
+    /// Extra copies of `env.json` and the admin kubeconfig (for `make cluster`), removed at shutdown.
+    pub env_out: Option<PathBuf>,
+    pub kubeconfig_out: Option<PathBuf>,
+    pub startup_timeout: Duration,
+}
+
+/// Starts the environment, reports readiness on stdout (`READY <env.json>`), runs until told to stop, then
+/// removes everything it created.
+pub async fn run(config: SupervisorConfig) -> Result<()> {
+    let instance = config.instance.clone().unwrap_or_else(new_instance_id);
+    let dir = stale::state_dir_for(&instance);
+    std::fs::create_dir_all(dir.join("logs")).map_err(Error::io(format!("creating {}", dir.display())))?;
+    std::fs::write(
+        dir.join(stale::SUPERVISOR_PID_FILE),
+        std::process::id().to_string(),
+    )
+    .map_err(Error::io("writing the supervisor pid file"))?;
+    stale::sweep().await;
+
+    let mut shutdown = ShutdownSignal::new(config.exit_on_stdin_eof)?;
+    let started = tokio::select! {
+        started = start(&config, &instance, &dir) => Some(started),
+        () = shutdown.wait() => None,
+    };
+    let result = match started {
+        Some(Ok(mut env)) => {
+            let outcome = env.serve(&config, &mut shutdown).await;
+            env.stop().await;
+            outcome
+        }
+        Some(Err(e)) => Err(e),
+        None => Ok(()),
+    };
+    cleanup_outputs(&config);
+    // Whatever did not stop cleanly (or never finished starting) is swept like a stale environment.
+    stale::remove_instance(&instance, &dir).await;
+    tracing::info!(%instance, "test environment removed");
+    result
+}
+
+struct RunningEnv {
+    info: EnvInfo,
+    plane: ControlPlane,
+    network: Arc<PodNetwork>,
+    kubelet: SimKubelet,
+}
+
+async fn start(config: &SupervisorConfig, instance: &str, dir: &Path) -> Result<RunningEnv> {
+    let plane = ControlPlane::start(&config.layout, dir, NODE_NAME, config.startup_timeout).await?;
+    let pids: Vec<String> = plane.pids().iter().map(u32::to_string).collect();
+    std::fs::write(dir.join(stale::COMPONENT_PIDS_FILE), pids.join("\n"))
+        .map_err(Error::io("writing the component pid file"))?;
+    let network = PodNetwork::create(instance).await?;
+    let kubelet_config = KubeletConfig {
+        node_name: NODE_NAME.to_string(),
+        default_head: config.default_head,
+        ray_cli: config.layout.ray_cli(),
+        state_dir: dir.to_path_buf(),
+    };
+    let kubelet = match SimKubelet::start(
+        kubelet_config,
+        network.clone(),
+        plane.client(&plane.identities().kubelet.user).await?,
+        plane.client(&plane.identities().scheduler.user).await?,
+    )
+    .await
+    {
+        Ok(k) => k,
+        Err(e) => {
+            network.destroy().await;
+            plane.stop().await;
+            return Err(e);
+        }
+    };
+    let kubeconfigs: BTreeMap<String, PathBuf> = ["admin", "alice", "bob"]
+        .iter()
+        .map(|who| (who.to_string(), plane.kubeconfig(who)))
+        .collect();
+    let info = EnvInfo {
+        instance: instance.to_string(),
+        server: plane.server().to_string(),
+        ca_cert: plane.ca_cert().to_path_buf(),
+        kubeconfigs,
+        identities: plane.identities().clone(),
+        node_name: NODE_NAME.to_string(),
+        pod_subnet: network.subnet().to_string(),
+        host_ip: network.host_ip().to_string(),
+        bridge: network.bridge().to_string(),
+        state_dir: dir.to_path_buf(),
+        supervisor_pid: std::process::id(),
+        component_pids: plane.pids(),
+    };
+    Ok(RunningEnv {
+        info,
+        plane,
+        network,
+        kubelet,
+    })
+}
+
+impl RunningEnv {
+    async fn serve(&mut self, config: &SupervisorConfig, shutdown: &mut ShutdownSignal) -> Result<()> {
+        let env_file = self.info.state_dir.join("env.json");
+        self.info.write(&env_file)?;
+        if let Some(out) = &config.env_out {
+            self.info.write(out)?;
+        }
+        if let (Some(out), Some(admin)) = (&config.kubeconfig_out, self.info.kubeconfig("admin")) {
+            std::fs::copy(admin, out).map_err(Error::io(format!("writing {}", out.display())))?;
+        }
+        tracing::info!(instance = %self.info.instance, server = %self.info.server, "test environment ready");
+        println!("READY {}", env_file.display());
+        loop {
+            tokio::select! {
+                () = shutdown.wait() => return Ok(()),
+                () = tokio::time::sleep(Duration::from_secs(2)) => {
+                    if let Err(e) = self.plane.check_running() {
+                        tracing::error!(error = %e, "a control-plane component died; shutting down");
+                        return Err(e);
+                    }
+                }
+            }
+        }
+    }
+
+    async fn stop(self) {
+        self.kubelet.shutdown().await;
+        self.network.destroy().await;
+        self.plane.stop().await;
+    }
+}
+
+fn cleanup_outputs(config: &SupervisorConfig) {
+    for path in [&config.env_out, &config.kubeconfig_out].into_iter().flatten() {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+/// Resolves when the supervisor should stop.
+struct ShutdownSignal {
+    terminate: tokio::signal::unix::Signal,
+    interrupt: tokio::signal::unix::Signal,
+    hangup: tokio::signal::unix::Signal,
+    stdin_closed: Option<tokio::sync::oneshot::Receiver<()>>,
+}
+
+impl ShutdownSignal {
+    fn new(watch_stdin: bool) -> Result<Self> {
+        let sig = |kind| signal(kind).map_err(Error::io("installing a signal handler"));
+        let stdin_closed = watch_stdin.then(|| {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            tokio::spawn(async move {
+                let mut stdin = tokio::io::stdin();
+                let mut buf = [0u8; 256];
+                while matches!(stdin.read(&mut buf).await, Ok(n) if n > 0) {}
+                let _ = tx.send(());
+            });
+            rx
+        });
+        Ok(Self {
+            terminate: sig(SignalKind::terminate())?,
+            interrupt: sig(SignalKind::interrupt())?,
+            hangup: sig(SignalKind::hangup())?,
+            stdin_closed,
+        })
+    }
+
+    async fn wait(&mut self) {
+        let stdin = async {
+            match self.stdin_closed.as_mut() {
+                Some(rx) => {
+                    let _ = rx.await;
+                }
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = self.terminate.recv() => tracing::info!("SIGTERM received"),
+            _ = self.interrupt.recv() => tracing::info!("SIGINT received"),
+            _ = self.hangup.recv() => tracing::info!("SIGHUP received"),
+            () = stdin => tracing::info!("standard input closed"),
+        }
+    }
+}
+
+pub fn new_instance_id() -> String {
+    loop {
+        let mut bytes = [0u8; 2];
+        let _ = std::fs::File::open("/dev/urandom")
+            .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes));
+        let id = format!("{:02x}{:02x}", bytes[0], bytes[1]);
+        if !stale::state_dir_for(&id).exists() {
+            return id;
+        }
+    }
+}

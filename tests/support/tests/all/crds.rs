@@ -1,0 +1,78 @@
+use kube::{
+    Api,
+    api::{DynamicObject, GroupVersionKind, PostParams},
+    discovery::ApiResource,
+};
+use serde_json::json;
+
+use crate::util::env;
+
+fn raycluster_api(client: kube::Client, ns: &str) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("ray.io", "v1", "RayCluster");
+    Api::namespaced_with(
+        client,
+        ns,
+        &ApiResource::from_gvk_with_plural(&gvk, "rayclusters"),
+    )
+}
+
+#[tokio::test]
+async fn crds_install_with_server_side_apply_and_validate_objects() {
+    let env = env().await;
+    env.install_crds().await.unwrap();
+    // Installing again is a no-op, not a conflict.
+    env.install_crds().await.unwrap();
+    let ns = env.namespace("crds").await.unwrap();
+    let api = raycluster_api(env.client().await.unwrap(), ns.name());
+
+    let valid: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "ray.io/v1", "kind": "RayCluster",
+        "metadata": {"name": "valid"},
+        "spec": {
+            "rayVersion": "2.60.0",
+            "headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [{"name": "ray-head", "image": "rayproject/ray"}]}}},
+            "workerGroupSpecs": [{"groupName": "small", "replicas": 1, "template": {"spec": {"containers": [{"name": "w", "image": "rayproject/ray"}]}}}],
+        },
+    }))
+    .unwrap();
+    let created = api.create(&PostParams::default(), &valid).await.unwrap();
+    // Schema defaults apply.
+    assert_eq!(created.data["spec"]["workerGroupSpecs"][0]["numOfHosts"], 1);
+    assert_eq!(
+        created.data["spec"]["workerGroupSpecs"][0]["maxReplicas"],
+        2147483647
+    );
+
+    let missing_head: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "ray.io/v1", "kind": "RayCluster",
+        "metadata": {"name": "no-head"},
+        "spec": {"workerGroupSpecs": []},
+    }))
+    .unwrap();
+    let err = api
+        .create(&PostParams::default(), &missing_head)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, kube::Error::Api(e) if e.code == 422 && e.message.contains("headGroupSpec")),
+        "{err}"
+    );
+
+    let bad_replicas: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "ray.io/v1", "kind": "RayCluster",
+        "metadata": {"name": "bad-replicas"},
+        "spec": {
+            "headGroupSpec": {"template": {}},
+            "workerGroupSpecs": [{"groupName": "g", "replicas": "three", "template": {}}],
+        },
+    }))
+    .unwrap();
+    let err = api
+        .create(&PostParams::default(), &bad_replicas)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, kube::Error::Api(e) if e.code == 422 && e.message.contains("replicas")),
+        "{err}"
+    );
+}
