@@ -1,0 +1,1 @@
+//! The CRDs, rendered from the types.
