@@ -236,3 +236,16 @@ pub fn cleanup<H: Host>(ctx: &Ctx<'_, H>) -> Result<Outcome, ReconcileError> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cleanup_scripts_are_kuberays_byte_for_byte() {
+        let with_username = "echo \"To get more information about manually deleting the storage namespace in Redis and removing the RayCluster's finalizer, please check https://docs.ray.io/en/master/cluster/kubernetes/user-guides/kuberay-gcs-ft.html for more details.\" && python -c \"from ray._private.gcs_utils import cleanup_redis_storage; from urllib.parse import urlparse; import os; import sys; redis_address = os.getenv('RAY_REDIS_ADDRESS', '').split(',')[0]; redis_address = redis_address if '://' in redis_address else 'redis://' + redis_address; parsed = urlparse(redis_address); sys.exit(1) if not cleanup_redis_storage(host=parsed.hostname, port=parsed.port, username=os.getenv('REDIS_USERNAME', parsed.username), password=os.getenv('REDIS_PASSWORD', parsed.password or ''), use_ssl=parsed.scheme=='rediss', storage_namespace=os.getenv('RAY_external_storage_namespace')) else None\"";
+        let without_username = "echo \"To get more information about manually deleting the storage namespace in Redis and removing the RayCluster's finalizer, please check https://docs.ray.io/en/master/cluster/kubernetes/user-guides/kuberay-gcs-ft.html for more details.\" && python -c \"from ray._private.gcs_utils import cleanup_redis_storage; from urllib.parse import urlparse; import os; import sys; redis_address = os.getenv('RAY_REDIS_ADDRESS', '').split(',')[0]; redis_address = redis_address if '://' in redis_address else 'redis://' + redis_address; parsed = urlparse(redis_address); sys.exit(1) if not cleanup_redis_storage(host=parsed.hostname, port=parsed.port, password=os.getenv('REDIS_PASSWORD', parsed.password or ''), use_ssl=parsed.scheme=='rediss', storage_namespace=os.getenv('RAY_external_storage_namespace')) else None\"";
+        assert_eq!(cleanup_script(true), with_username);
+        assert_eq!(cleanup_script(false), without_username);
+    }
+}
