@@ -80,7 +80,7 @@ fn workers_to_delete_are_deleted_and_replaced_only_if_still_wanted() {
     });
     host.clear_writes();
     reconcile(&host).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(deletes(&host), [victim.clone()]);
+    assert_eq!(deletes(&host), std::slice::from_ref(&victim));
     assert_eq!(creates(&host), 0);
     assert!(event_reasons(&host).contains(&"DeletedWorkerPod".to_string()));
     assert!(workers(&host).iter().all(|p| name(p) != victim));
@@ -113,7 +113,7 @@ fn failed_workers_are_deleted_first_and_replaced_next_round() {
     fail(&host, &broken);
     host.clear_writes();
     let outcome = reconcile(&host).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(deletes(&host), [broken.clone()]);
+    assert_eq!(deletes(&host), std::slice::from_ref(&broken));
     assert_eq!(
         creates(&host),
         0,
