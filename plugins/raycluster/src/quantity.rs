@@ -83,7 +83,7 @@ impl Quantity {
             scale += 18;
         } else if let Some(exponent) = suffix.strip_prefix(['e', 'E']) {
             format = Format::DecimalExponent;
-            scale += exponent.parse::<i32>().ok()?;
+            scale = scale.checked_add(exponent.parse::<i32>().ok()?)?;
         } else {
             return None;
         }
@@ -192,11 +192,11 @@ impl Quantity {
         }
         match exponent.rem_euclid(3) {
             1 => {
-                amount *= 10;
+                amount = amount.saturating_mul(10);
                 exponent -= 1;
             }
             2 => {
-                amount *= 100;
+                amount = amount.saturating_mul(100);
                 exponent -= 2;
             }
             _ => {}
@@ -260,6 +260,13 @@ mod tests {
         assert_eq!(canonical("0.1n"), "1n");
         assert!(Quantity::parse("abc").is_none());
         assert!(Quantity::parse("1Xi").is_none());
+        assert!(Quantity::parse("1e2147483648").is_none());
+        let huge = Quantity::parse_or_zero("9e2147483647");
+        assert_eq!((huge.canonical(), huge.ceil()), ("90e2147483646".to_string(), i128::MAX));
+        assert!(Quantity::parse("").is_none());
+        assert!(Quantity::parse("-").is_none());
+        assert!(Quantity::parse("1.2.3").is_none());
+        assert!(Quantity::parse("99999999999999999999999999999999999Ei").is_none());
     }
 
     #[test]
