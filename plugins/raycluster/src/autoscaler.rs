@@ -55,8 +55,14 @@ pub fn container(ray_image: Option<&str>, options: Option<&AutoscalerOptions>) -
         resources: Some(fixed_resources("500m", "512Mi")),
         ..Container::default()
     };
+    apply_options(&mut container, options);
+    container
+}
+
+/// Merges `autoscalerOptions` into the sidecar: scalar fields replace, lists are appended to.
+pub fn apply_options(container: &mut Container, options: Option<&AutoscalerOptions>) {
     let Some(o) = options else {
-        return container;
+        return;
     };
     if let Some(resources) = &o.resources {
         container.resources = Some(resources.clone());
@@ -94,7 +100,6 @@ pub fn container(ray_image: Option<&str>, options: Option<&AutoscalerOptions>) -
     if let Some(args) = o.args.as_ref().filter(|a| !a.is_empty()) {
         container.args = Some(args.clone());
     }
-    container
 }
 
 /// The head's ServiceAccount: the one named in the head template, else one named after the cluster.

@@ -7,6 +7,7 @@
 //! [`service`], [`ingress`], [`autoscaler`], [`redis_cleanup`]'s Job), the decisions it takes
 //! ([`scaling`], [`suspend`], [`upgrade`]) and what it reports ([`status`]). [`reconcile`] runs them.
 
+pub mod auth;
 pub mod autoscaler;
 pub mod cluster;
 pub mod conditions;
@@ -37,7 +38,7 @@ pub mod version;
 
 use k8s_openapi::api::{
     batch::v1::Job,
-    core::v1::{Pod, Service, ServiceAccount},
+    core::v1::{Pod, Secret, Service, ServiceAccount},
     networking::v1::Ingress,
     rbac::v1::{Role, RoleBinding},
 };
@@ -60,6 +61,8 @@ impl Plugin for RayClusterPlugin {
             (Kind::of::<RoleBinding>(), vec![Get, Apply]),
             (Kind::of::<Ingress>(), vec![Get, Apply]),
             (Kind::of::<Job>(), vec![Get, List, Apply]),
+            // Only for `authOptions.mode: token` without `secretName`: the generated token.
+            (Kind::of::<Secret>(), vec![Get, Create]),
         ];
         let mut capabilities = vec![Capability::new(
             Kind::of::<RayCluster>(),

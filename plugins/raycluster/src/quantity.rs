@@ -262,7 +262,10 @@ mod tests {
         assert!(Quantity::parse("1Xi").is_none());
         assert!(Quantity::parse("1e2147483648").is_none());
         let huge = Quantity::parse_or_zero("9e2147483647");
-        assert_eq!((huge.canonical(), huge.ceil()), ("90e2147483646".to_string(), i128::MAX));
+        assert_eq!(
+            (huge.canonical(), huge.ceil()),
+            ("90e2147483646".to_string(), i128::MAX)
+        );
         assert!(Quantity::parse("").is_none());
         assert!(Quantity::parse("-").is_none());
         assert!(Quantity::parse("1.2.3").is_none());

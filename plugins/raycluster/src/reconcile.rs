@@ -14,7 +14,7 @@ use kuberay_crds::RayCluster;
 use kuberay_plugin_sdk::{Event, Host, LogLevel, Outcome, ReconcileError, Request};
 
 use crate::{
-    cluster,
+    auth, cluster,
     consts::{action, reason},
     context::{Ctx, Failure},
     labels, objects, pods, redis_cleanup, service,
@@ -121,6 +121,7 @@ pub fn reconcile<H: Host>(host: &H, request: Request) -> Result<Outcome, Reconci
 fn run_steps<H: Host>(ctx: &Ctx<'_, H>, first_look: bool) -> Result<(), Failure> {
     objects::reconcile_autoscaler_rbac(ctx)?;
     objects::reconcile_ingress(ctx, first_look)?;
+    auth::reconcile_secret(ctx)?;
     objects::reconcile_head_service(ctx)?;
     objects::reconcile_headless_service(ctx)?;
     objects::reconcile_serve_service(ctx)?;

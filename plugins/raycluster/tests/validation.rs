@@ -228,7 +228,8 @@ fn metadata_declares_kinds_capabilities_and_the_finalizer() {
             "rbac.authorization.k8s.io/v1/Role",
             "rbac.authorization.k8s.io/v1/RoleBinding",
             "networking.k8s.io/v1/Ingress",
-            "batch/v1/Job"
+            "batch/v1/Job",
+            "v1/Secret"
         ]
     );
     assert_eq!(

@@ -11,7 +11,7 @@ use kuberay_crds::{
 
 use super::{BuildError, Finish, add_metrics_port, env, finish, meta_mut, ray_container};
 use crate::{
-    autoscaler,
+    auth, autoscaler,
     cluster::{self, Creator, Identity},
     consts::{KUBERAY_VERSION, env as env_names},
     gcs_ft, labels, names,
@@ -54,10 +54,12 @@ pub fn build(cluster: &RayCluster, id: &Identity, spec_hash: Option<&str>) -> Re
         pod_spec.service_account_name =
             Some(names::check_name(&autoscaler::service_account_name(cluster, id)));
         let image = pod_spec.containers.first().and_then(|c| c.image.clone());
-        pod_spec.containers.push(autoscaler::container(
-            image.as_deref(),
-            spec.autoscaler_options.as_ref(),
-        ));
+        let mut sidecar = autoscaler::container(image.as_deref(), None);
+        if auth::enabled(spec) {
+            auth::configure_container(&mut sidecar, cluster, &id.name);
+        }
+        autoscaler::apply_options(&mut sidecar, spec.autoscaler_options.as_ref());
+        pod_spec.containers.push(sidecar);
         match cluster::autoscaler_version(spec) {
             Some(kuberay_crds::AutoscalerVersion::V2) => {
                 env::push(
@@ -79,6 +81,13 @@ pub fn build(cluster: &RayCluster, id: &Identity, spec_hash: Option<&str>) -> Re
 
     gcs_ft::configure(&mut template, cluster, id, NodeType::Head, &mut params)?;
     add_metrics_port(ray_container(&mut template)?);
+    if auth::enabled(spec) {
+        auth::configure_pod(
+            template.spec.get_or_insert_with(Default::default),
+            cluster,
+            &id.name,
+        );
+    }
 
     let mut pod = finish(
         template,

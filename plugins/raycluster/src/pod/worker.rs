@@ -15,6 +15,7 @@ use kuberay_crds::{
 
 use super::{BuildError, Finish, add_metrics_port, finish, meta_mut, ray_container, shell_command};
 use crate::{
+    auth,
     cluster::{self, Creator, Identity},
     consts::WAIT_GCS_READY_CONTAINER_NAME,
     gcs_ft, labels, names,
@@ -136,6 +137,13 @@ pub fn build(
     let autoscaling = cluster::autoscaling(spec);
     if autoscaling && cluster::autoscaler_v2(spec) {
         template.spec.get_or_insert_with(Default::default).restart_policy = Some("Never".into());
+    }
+    if auth::enabled(spec) {
+        auth::configure_pod(
+            template.spec.get_or_insert_with(Default::default),
+            cluster,
+            &id.name,
+        );
     }
     finish(
         template,
