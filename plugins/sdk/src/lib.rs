@@ -29,6 +29,14 @@ mod typed;
 #[doc(hidden)]
 pub mod guest;
 
+/// Exports a [`Plugin`] as a WebAssembly component; natively (unit tests, benchmarks) there is nothing to
+/// export, so the macro expands to nothing and plugin crates build for both targets unchanged.
+#[cfg(not(target_arch = "wasm32"))]
+#[macro_export]
+macro_rules! export_plugin {
+    ($plugin:ty) => {};
+}
+
 pub use error::{HostError, ReconcileError};
 pub use event::{Event, EventType};
 pub use host::{Host, LogLevel};
