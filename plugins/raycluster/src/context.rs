@@ -1,0 +1,149 @@
+//! What one reconcile carries around: the host, the cluster as read, and whether anything was written
+//! (which decides between the short and the long requeue). Writes go through these helpers so that
+//! none is forgotten in that bookkeeping.
+
+use std::cell::Cell;
+
+use k8s_openapi::{Metadata, Resource, apimachinery::pkg::apis::meta::v1::ObjectMeta};
+use kuberay_crds::RayCluster;
+use kuberay_plugin_sdk::{Event, Host, HostError, Kind, LogLevel, TypedHost};
+use serde::{Serialize, de::DeserializeOwned};
+use serde_json::Value;
+
+use crate::cluster::Identity;
+
+/// Why the reconcile pipeline stopped before its end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// The `ReplicaFailure` condition's reason, for failures to create or delete Pods.
+    pub replica_failure: Option<&'static str>,
+    pub message: String,
+    /// The host or the API server failed (retried with backoff), as opposed to a deliberate pause such
+    /// as "unhealthy Pods were deleted, create their replacements next time".
+    pub host_error: bool,
+}
+
+impl Failure {
+    pub fn pause(message: impl Into<String>) -> Self {
+        Self {
+            replica_failure: None,
+            message: message.into(),
+            host_error: false,
+        }
+    }
+
+    pub fn replica(reason: &'static str, error: &HostError) -> Self {
+        Self {
+            replica_failure: Some(reason),
+            message: format!("{reason}\n{error}"),
+            host_error: true,
+        }
+    }
+}
+
+impl From<HostError> for Failure {
+    fn from(error: HostError) -> Self {
+        Self {
+            replica_failure: None,
+            message: error.to_string(),
+            host_error: true,
+        }
+    }
+}
+
+pub struct Ctx<'h, H: Host> {
+    pub host: &'h H,
+    pub cluster: RayCluster,
+    pub id: Identity,
+    wrote: Cell<bool>,
+    settling: Cell<bool>,
+}
+
+impl<'h, H: Host> Ctx<'h, H> {
+    pub fn new(host: &'h H, cluster: RayCluster) -> Self {
+        let id = Identity::of(&cluster);
+        Self {
+            host,
+            cluster,
+            id,
+            wrote: Cell::new(false),
+            settling: Cell::new(false),
+        }
+    }
+
+    pub fn wrote(&self) -> bool {
+        self.wrote.get()
+    }
+
+    pub fn mark_written(&self) {
+        self.wrote.set(true);
+    }
+
+    /// Something is still in motion (Pods terminating): look again soon even if nothing was written.
+    pub fn settling(&self) -> bool {
+        self.settling.get()
+    }
+
+    pub fn mark_settling(&self) {
+        self.settling.set(true);
+    }
+
+    /// `Namespace/name` of the cluster, as KubeRay's event messages print it.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.id.namespace, self.id.name)
+    }
+
+    pub fn event(&self, event: Event) {
+        if let Err(e) = self.host.record_event(&event) {
+            self.log(
+                LogLevel::Warn,
+                &format!("could not record event {}: {e}", event.reason),
+            );
+        }
+    }
+
+    pub fn log(&self, level: LogLevel, message: &str) {
+        self.host.log(level, message, &[]);
+    }
+
+    pub fn create<K: Resource + Serialize + DeserializeOwned>(&self, object: &K) -> Result<K, HostError> {
+        let created = self.host.create_as(object)?;
+        self.mark_written();
+        Ok(created)
+    }
+
+    pub fn apply<K: Resource + Serialize + DeserializeOwned>(&self, object: &K) -> Result<K, HostError> {
+        let applied = self.host.apply_as(object)?;
+        self.mark_written();
+        Ok(applied)
+    }
+
+    /// Deletes this incarnation of an object (by uid, so a successor with the same name is safe).
+    pub fn delete<K: Resource + Metadata<Ty = ObjectMeta>>(&self, object: &K) -> Result<(), HostError> {
+        self.host.delete_object(object)?;
+        self.mark_written();
+        Ok(())
+    }
+
+    /// The raw JSON of an object, for checks the typed view cannot make (unknown fields, ownership).
+    pub fn get_raw<K: Resource>(&self, name: &str) -> Result<Option<Value>, HostError> {
+        self.host.get(&Kind::of::<K>(), name)
+    }
+
+    pub fn get<K: Resource + DeserializeOwned>(&self, name: &str) -> Result<Option<K>, HostError> {
+        self.host.get_as(name)
+    }
+
+    pub fn list<K: Resource + DeserializeOwned>(&self, selector: &str) -> Result<Vec<K>, HostError> {
+        self.host.list_as(selector)
+    }
+
+    /// Whether an object is controlled by this cluster (objects of the same name that are not are left
+    /// alone, as KubeRay does).
+    pub fn controls(&self, meta: &ObjectMeta) -> bool {
+        meta.owner_references
+            .iter()
+            .flatten()
+            .any(|r| r.uid == self.id.uid && r.controller == Some(true))
+    }
+}

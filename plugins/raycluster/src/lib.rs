@@ -1,0 +1,93 @@
+//! The RayCluster reconcile plugin: KubeRay's RayCluster controller (v1.7 behaviour) as a WebAssembly
+//! component of kuberay-wasm. It turns a `ray.io/v1` RayCluster into a head Pod, worker Pods, Services and,
+//! with autoscaling, the autoscaler's RBAC, and reports the cluster's status, all through the SDK's
+//! [`Host`](kuberay_plugin_sdk::Host) so the same code runs natively in the tests.
+//!
+//! The modules follow the concepts of the controller: [`validation`], the objects it builds ([`pod`],
+//! [`service`], [`ingress`], [`autoscaler`], [`redis_cleanup`]'s Job), the decisions it takes
+//! ([`scaling`], [`suspend`], [`upgrade`]) and what it reports ([`status`]). [`reconcile`] runs them.
+
+pub mod autoscaler;
+pub mod cluster;
+pub mod conditions;
+pub mod consts;
+pub mod context;
+pub mod gcs_ft;
+pub mod ingress;
+pub mod labels;
+pub mod names;
+pub mod objects;
+pub mod pod;
+pub mod pod_state;
+pub mod pods;
+pub mod probes;
+pub mod quantity;
+pub mod ray_start;
+pub mod reconcile;
+pub mod redis_cleanup;
+pub mod resources;
+pub mod scaling;
+pub mod service;
+pub mod status;
+pub mod subset;
+pub mod suspend;
+pub mod upgrade;
+pub mod validation;
+pub mod version;
+
+use k8s_openapi::api::{
+    batch::v1::Job,
+    core::v1::{Pod, Service, ServiceAccount},
+    networking::v1::Ingress,
+    rbac::v1::{Role, RoleBinding},
+};
+use kuberay_crds::{RayCluster, constants::finalizers};
+use kuberay_plugin_sdk::{
+    Capability, Host, Kind, Outcome, Plugin, PluginMetadata, ReconcileError, Request,
+    Verb::{Apply, ApplyStatus, Create, Delete, Finalize, Get, List, RecordEvent},
+};
+
+/// The plugin, as the host sees it.
+pub struct RayClusterPlugin;
+
+impl Plugin for RayClusterPlugin {
+    fn metadata() -> PluginMetadata {
+        let owned = [
+            (Kind::of::<Pod>(), vec![Get, List, Create, Delete]),
+            (Kind::of::<Service>(), vec![Get, List, Apply]),
+            (Kind::of::<ServiceAccount>(), vec![Get, Apply]),
+            (Kind::of::<Role>(), vec![Get, Apply]),
+            (Kind::of::<RoleBinding>(), vec![Get, Apply]),
+            (Kind::of::<Ingress>(), vec![Get, Apply]),
+            (Kind::of::<Job>(), vec![Get, List, Apply]),
+        ];
+        let mut capabilities = vec![Capability::new(
+            Kind::of::<RayCluster>(),
+            &[ApplyStatus, Finalize, RecordEvent],
+        )];
+        capabilities.extend(
+            owned
+                .iter()
+                .map(|(kind, verbs)| Capability::new(kind.clone(), verbs)),
+        );
+        PluginMetadata {
+            name: "raycluster".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            reconciles: Kind::of::<RayCluster>(),
+            owns: owned.into_iter().map(|(kind, _)| kind).collect(),
+            capabilities,
+            finalizer: Some(finalizers::GCS_FT_REDIS_CLEANUP.into()),
+            uses_ray_head: false,
+        }
+    }
+
+    fn reconcile(host: &impl Host, request: Request) -> Result<Outcome, ReconcileError> {
+        reconcile::reconcile(host, request)
+    }
+
+    fn cleanup(host: &impl Host, request: Request) -> Result<Outcome, ReconcileError> {
+        reconcile::cleanup(host, request)
+    }
+}
+
+kuberay_plugin_sdk::export_plugin!(RayClusterPlugin);

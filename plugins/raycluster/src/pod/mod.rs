@@ -1,0 +1,209 @@
+//! Ray Pods: the head and the workers are built from the user's template in two steps, as KubeRay does.
+//! [`head`] and [`worker`] add what is specific to the node type (labels, injected containers, start
+//! parameters); [`finish`] then turns the template into a Pod: shared memory, the rewritten command,
+//! the environment and the probes.
+
+pub mod env;
+pub mod head;
+pub mod worker;
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::{
+    api::core::v1::{
+        Container, ContainerPort, EmptyDirVolumeSource, Pod, PodTemplateSpec, Volume, VolumeMount,
+    },
+    apimachinery::pkg::{api::resource::Quantity, apis::meta::v1::ObjectMeta},
+};
+use kuberay_crds::constants::{annotations, labels};
+
+use crate::{
+    cluster::Creator,
+    consts::{
+        AUTOSCALER_CONTAINER_NAME, DEFAULT_METRICS_PORT, METRICS_PORT_NAME, RAY_LOG_MOUNT_PATH,
+        RAY_LOG_VOLUME_NAME, SHARED_MEMORY_MOUNT_PATH, SHARED_MEMORY_VOLUME_NAME, env as env_names,
+    },
+    probes,
+    ray_start::{self, NodeType, Params},
+};
+
+/// The template's metadata, created empty if absent.
+pub fn meta_mut(template: &mut PodTemplateSpec) -> &mut ObjectMeta {
+    template.metadata.get_or_insert_with(ObjectMeta::default)
+}
+
+/// Why a Pod could not be built from its template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildError(pub String);
+
+/// `/bin/bash -c --`: KubeRay no longer uses a login shell (`-lc`) by default since v1.4.
+pub fn shell_command() -> Vec<String> {
+    vec!["/bin/bash".into(), "-c".into(), "--".into()]
+}
+
+/// The Ray container, which KubeRay requires to be the first one.
+pub fn ray_container(template: &mut PodTemplateSpec) -> Result<&mut Container, BuildError> {
+    template
+        .spec
+        .as_mut()
+        .and_then(|s| s.containers.first_mut())
+        .ok_or_else(|| BuildError("the Pod template has no container".into()))
+}
+
+/// Adds the `metrics` container port (8080) Prometheus scrapes, unless one is named so already.
+pub fn add_metrics_port(container: &mut Container) {
+    let ports = container.ports.get_or_insert_with(Vec::new);
+    if !ports.iter().any(|p| p.name.as_deref() == Some(METRICS_PORT_NAME)) {
+        ports.push(ContainerPort {
+            name: Some(METRICS_PORT_NAME.into()),
+            container_port: DEFAULT_METRICS_PORT,
+            ..ContainerPort::default()
+        });
+    }
+}
+
+/// What [`finish`] needs besides the template.
+pub struct Finish<'a> {
+    pub node: NodeType,
+    pub params: &'a mut Params,
+    pub head_port: &'a str,
+    pub autoscaling: bool,
+    pub creator: Creator,
+    pub fqdn: &'a str,
+    pub ray_version: &'a str,
+}
+
+/// Turns a prepared template into the Pod to create (KubeRay's `BuildPod`).
+pub fn finish(mut template: PodTemplateSpec, f: Finish<'_>) -> Result<Pod, BuildError> {
+    if f.creator == Creator::RayService {
+        let serve = if f.node == NodeType::Head { "false" } else { "true" };
+        meta_mut(&mut template)
+            .labels
+            .get_or_insert_with(BTreeMap::new)
+            .insert(labels::RAY_SERVE.into(), serve.into());
+    }
+    let overwrite = meta_mut(&mut template)
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(annotations::RAY_OVERWRITE_CONTAINER_CMD))
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    let mut spec = template.spec.unwrap_or_default();
+    if spec.containers.is_empty() {
+        return Err(BuildError("the Pod template has no container".into()));
+    }
+
+    // Ray's object store lives in /dev/shm, which is tiny by default in a container.
+    if !f.params.contains_key("plasma-directory") {
+        add_empty_dir(
+            &mut spec.volumes,
+            &mut spec.containers[0],
+            SHARED_MEMORY_VOLUME_NAME,
+            SHARED_MEMORY_MOUNT_PATH,
+            true,
+        );
+    }
+    // The autoscaler writes its logs where the head's log monitor reads them.
+    if f.node == NodeType::Head && f.autoscaling {
+        add_empty_dir(
+            &mut spec.volumes,
+            &mut spec.containers[0],
+            RAY_LOG_VOLUME_NAME,
+            RAY_LOG_MOUNT_PATH,
+            false,
+        );
+        if let Some(autoscaler) = spec
+            .containers
+            .iter_mut()
+            .find(|c| c.name == AUTOSCALER_CONTAINER_NAME)
+        {
+            add_empty_dir(
+                &mut spec.volumes,
+                autoscaler,
+                RAY_LOG_VOLUME_NAME,
+                RAY_LOG_MOUNT_PATH,
+                false,
+            );
+        }
+    }
+
+    let ray = &mut spec.containers[0];
+    let mut user_cmd = String::new();
+    for part in ray.command.iter().flatten().chain(ray.args.iter().flatten()) {
+        user_cmd.push_str(&format!(" {part} "));
+    }
+    let ulimit = format!("ulimit -n ${{{}:-65536}}", env_names::RAY_START_ULIMIT_OPEN_FILES);
+    let ray_start_cmd = ray_start::command(f.node, f.params, ray.resources.as_ref());
+    // A command that already runs `ray start` is the user's own launcher; KubeRay leaves it alone.
+    if !overwrite && !user_cmd.contains("ray start") {
+        let generated = format!("{ulimit}; {ray_start_cmd}");
+        let args = if user_cmd.is_empty() {
+            generated
+        } else {
+            format!("{user_cmd} && {generated}")
+        };
+        ray.command = Some(shell_command());
+        ray.args = Some(vec![args]);
+    }
+
+    for init in spec.init_containers.iter_mut().flatten() {
+        env::set_init_container_env(init, f.fqdn);
+    }
+    let ray = &mut spec.containers[0];
+    env::set_ray_container_env(ray, f.node, f.fqdn, f.head_port, &ray_start_cmd, f.creator);
+    probes::inject(ray, f.node, f.creator, f.params, f.ray_version);
+
+    Ok(Pod {
+        metadata: template.metadata.unwrap_or_default(),
+        spec: Some(spec),
+        status: None,
+    })
+}
+
+/// Mounts an emptyDir at `path` unless the container mounts something there already. A memory-backed one
+/// is capped at the container's memory limit (or request).
+fn add_empty_dir(
+    volumes: &mut Option<Vec<Volume>>,
+    container: &mut Container,
+    name: &str,
+    path: &str,
+    memory: bool,
+) {
+    if container
+        .volume_mounts
+        .iter()
+        .flatten()
+        .any(|m| m.mount_path == path)
+    {
+        return;
+    }
+    let volumes = volumes.get_or_insert_with(Vec::new);
+    if !volumes.iter().any(|v| v.name == name) {
+        let size_limit = memory.then(|| memory_limit_or_request(container)).flatten();
+        volumes.push(Volume {
+            name: name.into(),
+            empty_dir: Some(EmptyDirVolumeSource {
+                medium: memory.then(|| "Memory".to_string()),
+                size_limit,
+            }),
+            ..Volume::default()
+        });
+    }
+    container
+        .volume_mounts
+        .get_or_insert_with(Vec::new)
+        .push(VolumeMount {
+            name: name.into(),
+            mount_path: path.into(),
+            ..VolumeMount::default()
+        });
+}
+
+fn memory_limit_or_request(container: &Container) -> Option<Quantity> {
+    let resources = container.resources.as_ref()?;
+    resources
+        .limits
+        .as_ref()
+        .and_then(|l| l.get("memory"))
+        .or_else(|| resources.requests.as_ref().and_then(|r| r.get("memory")))
+        .cloned()
+}

@@ -1,0 +1,323 @@
+//! Scaling one worker group to its desired size, in KubeRay's order: replace broken Pods first (and
+//! create nothing else that round, so a crash loop cannot grow the group), honour the autoscaler's
+//! `workersToDelete`, then create what is missing. Surplus Pods are removed only without autoscaling:
+//! with it, the autoscaler alone picks which workers go, since it knows which are idle.
+//!
+//! A group with Pods still terminating is left for a later round; this stands in for KubeRay's scale
+//! expectations, so a Pod that is going away is neither counted twice nor replaced twice.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_openapi::api::core::v1::Pod;
+use kuberay_crds::{WorkerGroupSpec, constants::labels, reasons};
+use kuberay_plugin_sdk::{Event, Host, Kind};
+
+use crate::{
+    cluster::{self, desired_worker_pods, num_of_hosts},
+    consts::{action, reason},
+    context::{Ctx, Failure},
+    pod::worker::{self, Placement},
+    pod_state,
+};
+
+fn key<H: Host>(ctx: &Ctx<'_, H>, pod: &Pod) -> String {
+    format!("{}/{}", ctx.id.namespace, pod_state::name(pod))
+}
+
+/// Deletes a worker and records why.
+pub fn delete_worker<H: Host>(ctx: &Ctx<'_, H>, pod: &Pod, note: String) -> Result<(), Failure> {
+    match ctx.delete(pod) {
+        Ok(()) => {
+            ctx.event(
+                Event::normal(reason::DELETED_WORKER_POD, action::DELETE, note)
+                    .about(Kind::of::<Pod>(), pod_state::name(pod)),
+            );
+            Ok(())
+        }
+        Err(e) => {
+            ctx.event(Event::warning(
+                reason::FAILED_TO_DELETE_WORKER_POD,
+                action::DELETE,
+                format!("Failed deleting worker Pod {}, {e}", key(ctx, pod)),
+            ));
+            Err(Failure::replica(reasons::FAILED_DELETE_WORKER_POD, &e))
+        }
+    }
+}
+
+fn create_worker<H: Host>(
+    ctx: &Ctx<'_, H>,
+    group: &WorkerGroupSpec,
+    placement: &Placement,
+) -> Result<(), Failure> {
+    let pod = worker::build(&ctx.cluster, &ctx.id, group, placement).map_err(|e| Failure::pause(e.0))?;
+    match ctx.create(&pod) {
+        Ok(created) => {
+            ctx.event(
+                Event::normal(
+                    reason::CREATED_WORKER_POD,
+                    action::CREATE,
+                    format!("Created worker Pod {}", key(ctx, &created)),
+                )
+                .about(Kind::of::<Pod>(), pod_state::name(&created)),
+            );
+            Ok(())
+        }
+        Err(e) => {
+            ctx.event(Event::warning(
+                reason::FAILED_TO_CREATE_WORKER_POD,
+                action::CREATE,
+                format!("Failed to create worker Pod for the cluster {}, {e}", ctx.key()),
+            ));
+            Err(Failure::replica(reasons::FAILED_CREATE_WORKER_POD, &e))
+        }
+    }
+}
+
+fn replica_index(pod: &Pod) -> Option<usize> {
+    pod_state::label(pod, labels::RAY_WORKER_GROUP_REPLICA_INDEX).and_then(|i| i.parse().ok())
+}
+
+/// The lowest index not in use, which is then taken.
+fn take_index(used: &mut BTreeSet<usize>) -> usize {
+    let mut index = 0;
+    while used.contains(&index) {
+        index += 1;
+    }
+    used.insert(index);
+    index
+}
+
+/// Which surplus Pods go first: those not serving yet, then the youngest.
+fn surplus_order(a: &Pod, b: &Pod) -> std::cmp::Ordering {
+    let created = |p: &Pod| p.metadata.creation_timestamp.clone();
+    pod_state::running_and_ready(a)
+        .cmp(&pod_state::running_and_ready(b))
+        .then_with(|| created(b).cmp(&created(a)))
+        .then_with(|| pod_state::name(b).cmp(pod_state::name(a)))
+}
+
+pub fn reconcile_group<H: Host>(
+    ctx: &Ctx<'_, H>,
+    group: &WorkerGroupSpec,
+    pods: Vec<Pod>,
+) -> Result<(), Failure> {
+    let name = &group.group_name;
+    if cluster::group_suspended(group) {
+        let mut deleted = 0;
+        for pod in pods.iter().filter(|p| !pod_state::terminating(p)) {
+            ctx.delete(pod).map_err(|e| {
+                ctx.event(Event::warning(
+                    reason::FAILED_TO_DELETE_WORKER_POD_COLLECTION,
+                    action::DELETE,
+                    format!(
+                        "Failed deleting worker Pods for suspended group {name} in RayCluster {}, {e}",
+                        ctx.key()
+                    ),
+                ));
+                Failure::replica(reasons::FAILED_DELETE_WORKER_POD, &e)
+            })?;
+            deleted += 1;
+        }
+        if deleted > 0 {
+            ctx.event(Event::normal(
+                reason::DELETED_WORKER_POD,
+                action::DELETE,
+                format!(
+                    "Deleted all pods for suspended worker group {name} in RayCluster {}",
+                    ctx.key()
+                ),
+            ));
+        }
+        return Ok(());
+    }
+    if pods.iter().any(pod_state::terminating) {
+        ctx.mark_settling();
+        return Ok(());
+    }
+    if num_of_hosts(group) > 1 {
+        return reconcile_multi_host(ctx, group, pods);
+    }
+
+    let mut unhealthy = 0;
+    for pod in &pods {
+        if let Some(why) = pod_state::should_delete(pod, "worker") {
+            delete_worker(ctx, pod, format!("Deleted worker Pod {}; {why}", key(ctx, pod)))?;
+            unhealthy += 1;
+        }
+    }
+    if unhealthy > 0 {
+        return Err(Failure::pause(format!(
+            "delete {unhealthy} unhealthy worker Pods"
+        )));
+    }
+
+    let mut deleted = BTreeSet::new();
+    let to_delete = group
+        .scale_strategy
+        .as_ref()
+        .and_then(|s| s.workers_to_delete.as_ref());
+    for victim in to_delete.into_iter().flatten() {
+        // Only this group's Pods: the host lets the plugin delete only what the cluster owns anyway.
+        if let Some(pod) = pods.iter().find(|p| pod_state::name(p) == victim) {
+            delete_worker(ctx, pod, format!("Deleted pod {}", key(ctx, pod)))?;
+            deleted.insert(victim.clone());
+        }
+    }
+    let mut running: Vec<&Pod> = pods
+        .iter()
+        .filter(|p| !deleted.contains(pod_state::name(p)))
+        .collect();
+    let desired = usize::try_from(desired_worker_pods(group)).unwrap_or(0);
+    let mut used: BTreeSet<usize> = running.iter().filter_map(|p| replica_index(p)).collect();
+    if desired > running.len() {
+        for _ in running.len()..desired {
+            let placement = Placement {
+                replica_index: take_index(&mut used),
+                ..Placement::default()
+            };
+            create_worker(ctx, group, &placement)?;
+        }
+    } else if desired < running.len() && !cluster::autoscaling(&ctx.cluster.spec) {
+        running.sort_by(|a, b| surplus_order(a, b));
+        for pod in running.iter().take(running.len() - desired) {
+            delete_worker(ctx, pod, format!("Deleted Pod {}", key(ctx, pod)))?;
+        }
+    }
+    Ok(())
+}
+
+/// Groups whose replicas span several hosts (TPU slices): every replica is created and deleted whole,
+/// its Pods sharing a replica name and index.
+fn reconcile_multi_host<H: Host>(
+    ctx: &Ctx<'_, H>,
+    group: &WorkerGroupSpec,
+    pods: Vec<Pod>,
+) -> Result<(), Failure> {
+    let hosts = usize::try_from(num_of_hosts(group)).unwrap_or(1);
+    let name = &group.group_name;
+    let mut replicas: BTreeMap<String, Vec<&Pod>> = BTreeMap::new();
+    for pod in &pods {
+        if let Some(replica) = pod_state::label(pod, labels::RAY_WORKER_GROUP_REPLICA_NAME) {
+            replicas.entry(replica.to_string()).or_default().push(pod);
+        }
+    }
+    let delete_replica = |members: &[&Pod], why: &str| -> Result<(), Failure> {
+        for pod in members {
+            delete_worker(
+                ctx,
+                pod,
+                format!("Deleted worker Pod {} for group {name}: {why}", key(ctx, pod)),
+            )?;
+        }
+        Ok(())
+    };
+
+    // A replica that lost a host is useless: remove the rest of it and start over next round.
+    if let Some((replica, members)) = replicas.iter().find(|(_, m)| m.len() < hosts) {
+        delete_replica(members, "cleanup of incomplete multi-host group")?;
+        return Err(Failure::pause(format!(
+            "cleaned up incomplete replica group {replica}, requeueing"
+        )));
+    }
+
+    let mut broken = BTreeSet::new();
+    for pod in &pods {
+        let Some(replica) = pod_state::label(pod, labels::RAY_WORKER_GROUP_REPLICA_NAME) else {
+            continue;
+        };
+        if broken.contains(replica) {
+            continue;
+        }
+        if let Some(why) = pod_state::should_delete(pod, "worker")
+            && let Some(members) = replicas.get(replica)
+        {
+            delete_replica(members, &why)?;
+            broken.insert(replica.to_string());
+        }
+    }
+
+    let requested = group
+        .scale_strategy
+        .as_ref()
+        .and_then(|s| s.workers_to_delete.as_ref());
+    let mut doomed: BTreeSet<String> = BTreeSet::new();
+    for victim in requested.into_iter().flatten() {
+        if let Some(replica) = pods
+            .iter()
+            .find(|p| pod_state::name(p) == victim)
+            .and_then(|p| pod_state::label(p, labels::RAY_WORKER_GROUP_REPLICA_NAME))
+            .filter(|r| !broken.contains(*r))
+        {
+            doomed.insert(replica.to_string());
+        }
+    }
+    if !doomed.is_empty() {
+        let mut count = 0;
+        for replica in &doomed {
+            let members = replicas.get(replica).map(Vec::as_slice).unwrap_or_default();
+            count += members.len();
+            delete_replica(members, "autoscaler scale-down request")?;
+        }
+        return Err(Failure::pause(format!(
+            "deleted {count} worker Pods based on ScaleStrategy, requeueing"
+        )));
+    }
+
+    let valid: Vec<(&String, &Vec<&Pod>)> = replicas.iter().filter(|(r, _)| !broken.contains(*r)).collect();
+    let desired = usize::try_from(desired_worker_pods(group)).unwrap_or(0) / hosts;
+    let mut used: BTreeSet<usize> = valid
+        .iter()
+        .filter_map(|(_, members)| members.first().and_then(|p| replica_index(p)))
+        .collect();
+    if desired > valid.len() {
+        let taken: BTreeSet<&str> = replicas.keys().map(String::as_str).collect();
+        for n in 0..desired - valid.len() {
+            let replica_index = take_index(&mut used);
+            let replica_name = unique_replica_name(ctx, name, &taken, n);
+            for host_index in 0..hosts {
+                let placement = Placement {
+                    replica_index,
+                    replica_name: Some(replica_name.clone()),
+                    host_index,
+                };
+                create_worker(ctx, group, &placement)?;
+            }
+        }
+    } else if desired < valid.len() && !cluster::autoscaling(&ctx.cluster.spec) {
+        // Highest replica indices first, so the remaining indices stay dense.
+        let mut surplus = valid;
+        surplus.sort_by_key(|(_, members)| std::cmp::Reverse(members.first().and_then(|p| replica_index(p))));
+        for (_, members) in surplus.iter().take(surplus.len() - desired) {
+            delete_replica(members, "scaling down")?;
+        }
+    }
+    Ok(())
+}
+
+/// `<group>-<5 characters>` like KubeRay's replica names, from Kubernetes' random-name alphabet. The
+/// plugin has no random source of its own, so the suffix is a hash of the cluster, the time and a
+/// counter, re-drawn on collision.
+fn unique_replica_name<H: Host>(ctx: &Ctx<'_, H>, group: &str, taken: &BTreeSet<&str>, n: usize) -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let nanos = ctx
+        .host
+        .now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    for attempt in 0u32.. {
+        let seed = format!("{}/{group}/{nanos}/{n}/{attempt}", ctx.id.uid);
+        let digest = sha1_smol::Sha1::from(seed.as_bytes()).digest().bytes();
+        let suffix: String = digest
+            .iter()
+            .take(5)
+            .map(|b| char::from(ALPHABET[usize::from(*b) % ALPHABET.len()]))
+            .collect();
+        let candidate = format!("{group}-{suffix}");
+        if !taken.contains(candidate.as_str()) {
+            return candidate;
+        }
+    }
+    format!("{group}-{n}")
+}

@@ -1,0 +1,508 @@
+//! KubeRay's admission rules for a RayCluster, checked before anything is created. An invalid cluster is
+//! reported with a Warning event and left alone until its spec changes. Rules about feature gates follow
+//! KubeRay's defaults: the alpha features (embedded GCS storage, NetworkPolicies, mTLS, the history
+//! server) are off, `RayJobDeletionPolicy` is on.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::Container;
+use kuberay_crds::{
+    AuthMode, GcsFaultToleranceBackend, RayCluster, RayClusterSpec,
+    constants::{annotations, conditions},
+};
+
+use crate::{
+    cluster::{self, Creator},
+    consts::env,
+    pod::env::exists,
+    version::ray_version_at_least,
+};
+
+/// Longest cluster name: `-serve-svc`, the longest suffix, must still fit in 63 characters.
+pub const MAX_CLUSTER_NAME_LENGTH: usize = 53;
+
+pub fn validate_metadata(cluster: &RayCluster) -> Result<(), String> {
+    let name = cluster.metadata.name.as_deref().unwrap_or_default();
+    if name.len() > MAX_CLUSTER_NAME_LENGTH {
+        return Err(format!(
+            "RayCluster name should be no more than {MAX_CLUSTER_NAME_LENGTH} characters"
+        ));
+    }
+    if !is_dns1035_label(name) {
+        return Err(format!(
+            "RayCluster name should be a valid DNS1035 label: [a DNS-1035 label must consist of lower case \
+             alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric \
+             character (got {name:?})]"
+        ));
+    }
+    Ok(())
+}
+
+/// Suspending and Suspended together would leave the suspend state machine with no way forward.
+pub fn validate_status(cluster: &RayCluster) -> Result<(), String> {
+    let is_true = |t: &str| {
+        cluster
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|c| c.iter().any(|c| c.type_ == t && c.status == "True"))
+    };
+    if is_true(conditions::RAY_CLUSTER_SUSPENDING) && is_true(conditions::RAY_CLUSTER_SUSPENDED) {
+        return Err(
+            "invalid RayCluster State: rayv1.RayClusterSuspending and rayv1.RayClusterSuspended \
+                    conditions should not be both true"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
+/// `upgradeStrategy` is only for clusters users create directly; RayJob and RayService manage upgrades.
+pub fn validate_upgrade_options(cluster: &RayCluster) -> Result<(), String> {
+    if cluster
+        .spec
+        .upgrade_strategy
+        .as_ref()
+        .and_then(|u| u.type_)
+        .is_some()
+    {
+        let creator = Creator::of(cluster);
+        if creator != Creator::RayCluster {
+            return Err(format!(
+                "upgradeStrategy cannot be set when RayCluster is created by {}",
+                creator.as_str()
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn has_resource_params(params: Option<&BTreeMap<String, String>>) -> bool {
+    let set = |k: &str| params.and_then(|p| p.get(k)).is_some_and(|v| !v.is_empty());
+    set("num-cpus") || set("num-gpus") || set("memory") || set("resources")
+}
+
+fn validate_group_fields(
+    group: &str,
+    params: Option<&BTreeMap<String, String>>,
+    resources: Option<&BTreeMap<String, String>>,
+    group_labels: Option<&BTreeMap<String, String>>,
+) -> Result<(), String> {
+    if has_resource_params(params) && resources.is_some_and(|r| !r.is_empty()) {
+        return Err(format!(
+            "resource fields should not be set in both rayStartParams and Resources for {group} group; please use only one"
+        ));
+    }
+    if params.is_some_and(|p| p.contains_key("labels")) {
+        return Err(format!(
+            "rayStartParams['labels'] is not supported for {group} group; please use the top-level Labels field instead"
+        ));
+    }
+    let mut errors = Vec::new();
+    for (key, value) in group_labels.into_iter().flatten() {
+        if !is_qualified_name(key) {
+            errors.push(format!("invalid label key for {group} group: '{key}'"));
+        }
+        if !is_label_value(value) {
+            errors.push(format!(
+                "invalid label value for key '{key}' in {group} group: '{value}'"
+            ));
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors.join("; "))
+    }
+}
+
+fn env_value<'a>(container: Option<&'a Container>, name: &str) -> Option<&'a str> {
+    container?
+        .env
+        .iter()
+        .flatten()
+        .find(|e| e.name == name)
+        .map(|e| e.value.as_deref().unwrap_or_default())
+}
+
+fn env_set(container: Option<&Container>, name: &str) -> bool {
+    container.is_some_and(|c| exists(c, name))
+}
+
+/// The rules of KubeRay's `ValidateRayClusterSpec`, in its order.
+pub fn validate_spec(cluster: &RayCluster) -> Result<(), String> {
+    let spec = &cluster.spec;
+    let head = &spec.head_group_spec;
+    let head_container = head.template.spec.as_ref().and_then(|s| s.containers.first());
+    if head_container.is_none() {
+        return Err("headGroupSpec should have at least one container".into());
+    }
+    validate_group_fields(
+        "Head",
+        head.ray_start_params.as_ref(),
+        head.resources.as_ref(),
+        head.labels.as_ref(),
+    )?;
+    let autoscaling = cluster::autoscaling(spec);
+    let v2_env = matches!(
+        env_value(head_container, env::RAY_ENABLE_AUTOSCALER_V2),
+        Some("1" | "true")
+    );
+    for group in spec.worker_group_specs.iter().flatten() {
+        let name = &group.group_name;
+        if group
+            .template
+            .spec
+            .as_ref()
+            .is_none_or(|s| s.containers.is_empty())
+        {
+            return Err("workerGroupSpec should have at least one container".into());
+        }
+        if !autoscaling && (group.min_replicas.is_none() || group.max_replicas.is_none()) {
+            return Err(format!(
+                "worker group {name} must set both minReplicas and maxReplicas when autoscaling is disabled"
+            ));
+        }
+        if let Some(min) = group.min_replicas.filter(|m| *m < 0) {
+            return Err(format!("worker group {name} has negative minReplicas {min}"));
+        }
+        if let Some(max) = group.max_replicas.filter(|m| *m < 0) {
+            return Err(format!("worker group {name} has negative maxReplicas {max}"));
+        }
+        if let (Some(min), Some(max)) = (group.min_replicas, group.max_replicas)
+            && min > max
+        {
+            return Err(format!(
+                "worker group {name} has minReplicas {min} greater than maxReplicas {max}"
+            ));
+        }
+        validate_group_fields(
+            name,
+            group.ray_start_params.as_ref(),
+            group.resources.as_ref(),
+            group.labels.as_ref(),
+        )?;
+        if let Some(timeout) = group.idle_timeout_seconds {
+            if timeout < 0 {
+                return Err(format!(
+                    "worker group {name}: idleTimeoutSeconds must be non-negative, got {timeout}"
+                ));
+            }
+            if !cluster::autoscaler_v2(spec) && !v2_env {
+                return Err(format!(
+                    "worker group {name}: idleTimeoutSeconds is set, but autoscaler v2 is not enabled. Please set \
+                     .spec.autoscalerOptions.version to 'v2' (or set {} environment variable to 'true' in the head \
+                     pod if using KubeRay < 1.4.0)",
+                    env::RAY_ENABLE_AUTOSCALER_V2
+                ));
+            }
+        }
+        if let Some(priority) = group.priority.filter(|p| *p != 0) {
+            let version = spec.ray_version.as_deref().unwrap_or_default();
+            if version.is_empty() {
+                return Err(format!(
+                    "worker group {name}: priority is set, but RayVersion was not specified. Ray version 2.56.0 or later is required"
+                ));
+            }
+            if crate::version::parse(version).is_none() {
+                return Err(format!(
+                    "worker group {name}: priority is set, but RayVersion format is invalid: {version}"
+                ));
+            }
+            if !ray_version_at_least(version, &[2, 56, 0]) {
+                return Err(format!(
+                    "worker group {name}: priority is set, but minimum Ray version is 2.56.0, got {version}"
+                ));
+            }
+            if !cluster::autoscaler_v2(spec) && !v2_env {
+                return Err(format!(
+                    "worker group {name}: priority is set to {priority}, but autoscaler v2 is not enabled. Priority is only supported with autoscaler v2 enabled"
+                ));
+            }
+        }
+    }
+    validate_fault_tolerance(cluster, head_container)?;
+    if !autoscaling && v2_env {
+        let value = env_value(head_container, env::RAY_ENABLE_AUTOSCALER_V2).unwrap_or_default();
+        return Err(format!(
+            "environment variable {} cannot be set to '{value}' when enableInTreeAutoscaling is false. Please set \
+             enableInTreeAutoscaling: true to use autoscaler v2",
+            env::RAY_ENABLE_AUTOSCALER_V2
+        ));
+    }
+    if autoscaling {
+        validate_autoscaling(spec, head_container)?;
+    }
+    validate_options(spec)
+}
+
+fn validate_fault_tolerance(cluster: &RayCluster, head: Option<&Container>) -> Result<(), String> {
+    let spec = &cluster.spec;
+    let params = spec.head_group_spec.ray_start_params.as_ref();
+    let param = |k: &str| params.and_then(|p| p.get(k)).filter(|v| !v.is_empty());
+    let annotation = |k: &str| cluster::annotation(cluster, k).filter(|v| !v.is_empty());
+    if annotation(annotations::RAY_FT_ENABLED).is_some() && spec.gcs_fault_tolerance_options.is_some() {
+        return Err(format!(
+            "{} annotation and GcsFaultToleranceOptions are both set. Please use only GcsFaultToleranceOptions \
+             to configure GCS fault tolerance",
+            annotations::RAY_FT_ENABLED
+        ));
+    }
+    if !cluster::gcs_ft_enabled(cluster) && env_set(head, env::RAY_REDIS_ADDRESS) {
+        return Err(format!(
+            "{} is set which implicitly enables GCS fault tolerance, but GcsFaultToleranceOptions is not set. \
+             Please set GcsFaultToleranceOptions to enable GCS fault tolerance",
+            env::RAY_REDIS_ADDRESS
+        ));
+    }
+    if let Some(options) = &spec.gcs_fault_tolerance_options {
+        if param("redis-password").is_some() {
+            return Err(
+                "cannot set `redis-password` in rayStartParams when GcsFaultToleranceOptions is enabled - \
+                        use GcsFaultToleranceOptions.RedisPassword instead"
+                    .into(),
+            );
+        }
+        if env_set(head, env::REDIS_PASSWORD) {
+            return Err(
+                "cannot set `REDIS_PASSWORD` env var in head Pod when GcsFaultToleranceOptions is enabled - \
+                        use GcsFaultToleranceOptions.RedisPassword instead"
+                    .into(),
+            );
+        }
+        if env_set(head, env::RAY_REDIS_ADDRESS) {
+            return Err("cannot set `RAY_REDIS_ADDRESS` env var in head Pod when GcsFaultToleranceOptions is enabled - \
+                        use GcsFaultToleranceOptions.RedisAddress instead"
+                .into());
+        }
+        if annotation(annotations::RAY_EXTERNAL_STORAGE_NAMESPACE).is_some() {
+            return Err(
+                "cannot set `ray.io/external-storage-namespace` annotation when GcsFaultToleranceOptions is \
+                        enabled - use GcsFaultToleranceOptions.ExternalStorageNamespace instead"
+                    .into(),
+            );
+        }
+        if options.backend == Some(GcsFaultToleranceBackend::RocksDb) {
+            return Err(
+                "the embedded RocksDB GCS fault tolerance backend (GcsFaultToleranceOptions.Backend: \
+                        'rocksdb') requires the GCSFaultToleranceEmbeddedStorage feature gate to be enabled"
+                    .into(),
+            );
+        }
+        if options.storage.is_some() {
+            return Err(
+                "cannot set GcsFaultToleranceOptions.Storage when backend is 'redis' - it only applies to \
+                        the 'rocksdb' backend"
+                    .into(),
+            );
+        }
+    }
+    if param("redis-username").is_some() || env_set(head, env::REDIS_USERNAME) {
+        return Err(
+            "cannot set redis username in rayStartParams or environment variables - use \
+                    GcsFaultToleranceOptions.RedisUsername instead"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
+fn validate_autoscaling(spec: &RayClusterSpec, head: Option<&Container>) -> Result<(), String> {
+    for group in spec.worker_group_specs.iter().flatten() {
+        if cluster::group_suspended(group) {
+            return Err(format!(
+                "worker group {} cannot be suspended with Autoscaler enabled",
+                group.group_name
+            ));
+        }
+    }
+    if cluster::autoscaler_version(spec).is_some() && env_set(head, env::RAY_ENABLE_AUTOSCALER_V2) {
+        return Err(format!(
+            "both .spec.autoscalerOptions.version and head Pod env var {} are set, please only use the former",
+            env::RAY_ENABLE_AUTOSCALER_V2
+        ));
+    }
+    if cluster::autoscaler_v2(spec) {
+        let never = |policy: Option<&String>| policy.is_none_or(|p| p.is_empty() || p == "Never");
+        if !never(
+            spec.head_group_spec
+                .template
+                .spec
+                .as_ref()
+                .and_then(|s| s.restart_policy.as_ref()),
+        ) {
+            return Err(
+                "restartPolicy for head Pod should be Never or unset when using autoscaler V2".into(),
+            );
+        }
+        for group in spec.worker_group_specs.iter().flatten() {
+            if !never(
+                group
+                    .template
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.restart_policy.as_ref()),
+            ) {
+                return Err(format!(
+                    "restartPolicy for worker group {} should be Never or unset when using autoscaler V2",
+                    group.group_name
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Autoscaler options, authentication and the feature-gated alpha features.
+fn validate_options(spec: &RayClusterSpec) -> Result<(), String> {
+    if let Some(options) = &spec.autoscaler_options {
+        if let Some(timeout) = options.idle_timeout_seconds.filter(|t| *t < 0) {
+            return Err(format!(
+                "autoscalerOptions.idleTimeoutSeconds must be non-negative, got {timeout}"
+            ));
+        }
+        if options
+            .env
+            .iter()
+            .flatten()
+            .any(|e| e.name == env::KUBERAY_GEN_AUTOSCALER_START_CMD)
+        {
+            return Err(format!(
+                "autoscalerOptions.env must not contain {}: it is managed by KubeRay and injected automatically \
+                 into the autoscaler container",
+                env::KUBERAY_GEN_AUTOSCALER_START_CMD
+            ));
+        }
+    }
+    if spec.history_server_options.is_some() {
+        return Err("RayClusterHistoryServer feature gate is not enabled".into());
+    }
+    let auth = spec.auth_options.as_ref();
+    let k8s_auth = auth.and_then(|a| a.enable_k8s_token_auth) == Some(true);
+    if auth.and_then(|a| a.mode) == Some(AuthMode::Token) {
+        let version = spec.ray_version.as_deref().unwrap_or_default();
+        if version.is_empty() {
+            return Err(
+                "authOptions.mode is 'token' but RayVersion was not specified. Ray version 2.52.0 or later \
+                        is required"
+                    .into(),
+            );
+        }
+        if crate::version::parse(version).is_none() {
+            return Err(format!(
+                "authOptions.mode is 'token' but RayVersion format is invalid: {version}"
+            ));
+        }
+        if !ray_version_at_least(version, &[2, 52, 0]) {
+            return Err(format!(
+                "authOptions.mode is 'token' but minimum Ray version is 2.52.0, got {version}"
+            ));
+        }
+        if k8s_auth {
+            if !ray_version_at_least(version, &[2, 55, 0]) {
+                return Err(format!(
+                    "authOptions.enableK8sTokenAuth is enabled but minimum Ray version is 2.55.0, got {version}"
+                ));
+            }
+            if auth
+                .and_then(|a| a.secret_name.as_deref())
+                .is_some_and(|s| !s.is_empty())
+            {
+                return Err(
+                    "authOptions.enableK8sTokenAuth is enabled and authOptions.secretName is also set".into(),
+                );
+            }
+        }
+    } else if k8s_auth {
+        return Err(
+            "authOptions.enableK8sTokenAuth is enabled but authOptions.mode not set to 'token'".into(),
+        );
+    }
+    if spec.network_policy.is_some() {
+        return Err(
+            "spec.networkPolicy requires the RayClusterNetworkPolicy feature gate to be enabled".into(),
+        );
+    }
+    if spec.tls_options.is_some() {
+        return Err("spec.tlsOptions requires the RayClusterMTLS feature gate to be enabled".into());
+    }
+    Ok(())
+}
+
+/// The autoscaler v1 restarts failed workers through Kubernetes only if they cannot restart in place;
+/// KubeRay warns (without refusing) when a group's restart policy is anything but `Never`.
+pub fn autoscaler_v1_restart_policy_warning(spec: &RayClusterSpec) -> Option<String> {
+    if !(cluster::autoscaling(spec)
+        && cluster::autoscaler_version(spec) == Some(kuberay_crds::AutoscalerVersion::V1))
+    {
+        return None;
+    }
+    let groups: Vec<&str> = spec
+        .worker_group_specs
+        .iter()
+        .flatten()
+        .filter(|g| {
+            g.template
+                .spec
+                .as_ref()
+                .and_then(|s| s.restart_policy.as_deref())
+                .is_some_and(|p| !p.is_empty() && p != "Never")
+        })
+        .map(|g| g.group_name.as_str())
+        .collect();
+    (!groups.is_empty()).then(|| {
+        format!(
+            "restartPolicy for worker groups [{}] should be Never or unset when using autoscaler V1",
+            groups.join(", ")
+        )
+    })
+}
+
+fn is_dns1035_label(s: &str) -> bool {
+    let bytes = s.as_bytes();
+    !bytes.is_empty()
+        && bytes.len() <= 63
+        && bytes[0].is_ascii_lowercase()
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+        && bytes
+            .last()
+            .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+}
+
+fn is_label_name(s: &str) -> bool {
+    let bytes = s.as_bytes();
+    !bytes.is_empty()
+        && bytes.len() <= 63
+        && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
+        && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+fn is_dns1123_subdomain(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 253
+        && s.split('.').all(|part| {
+            let bytes = part.as_bytes();
+            !bytes.is_empty()
+                && bytes
+                    .iter()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+                && bytes.first().is_some_and(|b| b.is_ascii_alphanumeric())
+                && bytes.last().is_some_and(|b| b.is_ascii_alphanumeric())
+        })
+}
+
+fn is_qualified_name(s: &str) -> bool {
+    match s.split_once('/') {
+        Some((prefix, name)) => is_dns1123_subdomain(prefix) && is_label_name(name),
+        None => is_label_name(s),
+    }
+}
+
+fn is_label_value(s: &str) -> bool {
+    s.is_empty() || is_label_name(s)
+}

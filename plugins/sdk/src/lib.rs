@@ -1,0 +1,54 @@
+//! The SDK for kuberay-wasm reconcile plugins.
+//!
+//! A plugin decides what one Kubernetes kind needs. Its logic is ordinary Rust written against the [`Host`]
+//! trait (read objects, create, apply, delete, report), which keeps it testable natively with
+//! [`testing::FakeHost`]; [`export_plugin!`] turns a [`Plugin`] into a WebAssembly component for
+//! `cargo build --target wasm32-wasip2`, where the host trait is backed by the operator.
+//!
+//! ```text
+//! struct Mine;
+//! impl kuberay_plugin_sdk::Plugin for Mine {
+//!     fn metadata() -> PluginMetadata { /* kind, owned kinds, capabilities */ }
+//!     fn reconcile(host: &impl Host, request: Request) -> Result<Outcome, ReconcileError> { /* ... */ }
+//! }
+//! kuberay_plugin_sdk::export_plugin!(Mine);
+//! ```
+
+#![forbid(unsafe_code)]
+
+mod error;
+mod event;
+mod host;
+mod kind;
+mod plugin;
+mod ray;
+pub mod selector;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
+mod typed;
+
+#[cfg(target_arch = "wasm32")]
+#[doc(hidden)]
+pub mod guest;
+
+/// Exports a [`Plugin`] as a WebAssembly component; natively (unit tests, benchmarks) there is nothing to
+/// export, so the macro expands to nothing and plugin crates build for both targets unchanged.
+#[cfg(not(target_arch = "wasm32"))]
+#[macro_export]
+macro_rules! export_plugin {
+    ($plugin:ty) => {};
+}
+
+pub use error::{HostError, ReconcileError};
+pub use event::{Event, EventType};
+pub use host::{Host, LogLevel};
+pub use kind::Kind;
+pub use plugin::{Capability, Outcome, Plugin, PluginMetadata, Request, Verb};
+pub use ray::{PortRole, RayRequest, RayResponse, RayTarget};
+pub use typed::TypedHost;
+
+/// The version of the WIT package (`wit/plugin.wit`) this SDK implements.
+pub const WIT_VERSION: &str = "0.1.0";
+
+/// Re-exported so plugins use the same versions as the SDK.
+pub use {k8s_openapi, serde_json};

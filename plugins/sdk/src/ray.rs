@@ -1,0 +1,33 @@
+/// Which of a Ray head's servers a request goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PortRole {
+    Dashboard,
+    Serve,
+    DashboardAgent,
+}
+
+/// The cluster as a whole (its head Service) or its head Pod.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RayTarget {
+    Cluster,
+    HeadPod,
+}
+
+/// An HTTP request to a RayCluster's head; the host decides how it is reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RayRequest {
+    pub cluster: String,
+    pub role: PortRole,
+    pub target: RayTarget,
+    pub method: String,
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RayResponse {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}

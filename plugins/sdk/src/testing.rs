@@ -1,0 +1,352 @@
+//! An in-memory [`Host`] for unit tests and native benchmarks of plugin logic. It keeps objects of one
+//! namespace, applies the host's ownership rules (created and applied objects get a controller owner
+//! reference to the reconciled object; only owned objects may be deleted), and records what the plugin did.
+
+use std::{
+    cell::{Cell, RefCell},
+    collections::BTreeMap,
+    time::SystemTime,
+};
+
+use serde_json::{Value, json};
+
+use crate::{Event, Host, HostError, Kind, LogLevel, RayRequest, RayResponse, selector::Selector};
+
+/// A write the plugin made, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Write {
+    Create(Kind, String),
+    Apply(Kind, String),
+    ApplyStatus,
+    Delete(Kind, String),
+    AddFinalizer(String),
+    RemoveFinalizer(String),
+}
+
+type RayHandler = Box<dyn FnMut(&RayRequest) -> Result<RayResponse, HostError>>;
+
+pub struct FakeHost {
+    namespace: String,
+    primary_kind: Kind,
+    primary: RefCell<Value>,
+    objects: RefCell<BTreeMap<(Kind, String), Value>>,
+    writes: RefCell<Vec<Write>>,
+    events: RefCell<Vec<Event>>,
+    logs: RefCell<Vec<(LogLevel, String)>>,
+    ray: RefCell<Option<RayHandler>>,
+    counter: Cell<u64>,
+    now: Cell<SystemTime>,
+}
+
+impl FakeHost {
+    /// A host reconciling `primary` (JSON with apiVersion, kind and metadata.name/namespace).
+    pub fn new(primary: Value) -> Self {
+        let mut primary = primary;
+        let namespace = primary
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or("default")
+            .to_string();
+        if primary.pointer("/metadata/uid").is_none()
+            && let Some(meta) = primary.get_mut("metadata").and_then(Value::as_object_mut)
+        {
+            meta.insert("uid".into(), json!("primary-uid"));
+            meta.insert("namespace".into(), json!(namespace));
+        }
+        let primary_kind = Kind::of_object(&primary).unwrap_or_else(|| Kind::new("", "v1", "Unknown"));
+        Self {
+            namespace,
+            primary_kind,
+            primary: RefCell::new(primary),
+            objects: RefCell::default(),
+            writes: RefCell::default(),
+            events: RefCell::default(),
+            logs: RefCell::default(),
+            ray: RefCell::new(None),
+            counter: Cell::new(0),
+            now: Cell::new(SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_800_000_000)),
+        }
+    }
+
+    /// The reconciled object as the plugin left it (status and finalizers included).
+    pub fn primary(&self) -> Value {
+        self.primary.borrow().clone()
+    }
+
+    /// Replaces the reconciled object (for example after the test edits its spec).
+    pub fn set_primary(&self, object: Value) {
+        *self.primary.borrow_mut() = object;
+    }
+
+    /// Puts an object in the fake cluster as if something else had created it.
+    pub fn insert(&self, mut object: Value) {
+        let kind = Kind::of_object(&object).unwrap_or_else(|| Kind::new("", "v1", "Unknown"));
+        let name = object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        if object.pointer("/metadata/uid").is_none() {
+            let uid = self.next("uid");
+            if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.insert("uid".into(), json!(uid));
+            }
+        }
+        self.objects.borrow_mut().insert((kind, name), object);
+    }
+
+    /// Changes a stored object in place (for example to mark a Pod Ready).
+    pub fn update(&self, kind: &Kind, name: &str, f: impl FnOnce(&mut Value)) {
+        if let Some(object) = self
+            .objects
+            .borrow_mut()
+            .get_mut(&(kind.clone(), name.to_string()))
+        {
+            f(object);
+        }
+    }
+
+    pub fn objects(&self, kind: &Kind) -> Vec<Value> {
+        self.objects
+            .borrow()
+            .iter()
+            .filter(|((k, _), _)| k == kind)
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
+
+    pub fn writes(&self) -> Vec<Write> {
+        self.writes.borrow().clone()
+    }
+
+    pub fn clear_writes(&self) {
+        self.writes.borrow_mut().clear();
+        self.events.borrow_mut().clear();
+    }
+
+    pub fn events(&self) -> Vec<Event> {
+        self.events.borrow().clone()
+    }
+
+    pub fn logs(&self) -> Vec<(LogLevel, String)> {
+        self.logs.borrow().clone()
+    }
+
+    pub fn set_now(&self, now: SystemTime) {
+        self.now.set(now);
+    }
+
+    pub fn on_ray(&self, handler: impl FnMut(&RayRequest) -> Result<RayResponse, HostError> + 'static) {
+        *self.ray.borrow_mut() = Some(Box::new(handler));
+    }
+
+    fn next(&self, prefix: &str) -> String {
+        self.counter.set(self.counter.get() + 1);
+        format!("{prefix}-{}", self.counter.get())
+    }
+
+    /// Sets the namespace and the controller owner reference, as the real host does.
+    fn adopt(&self, object: &Value) -> Result<(Kind, Value), HostError> {
+        let kind = Kind::of_object(object)
+            .ok_or_else(|| HostError::Invalid("object without apiVersion/kind".into()))?;
+        let mut object = object.clone();
+        let primary = self.primary.borrow();
+        let owner = json!({
+            "apiVersion": self.primary_kind.api_version(),
+            "kind": self.primary_kind.kind,
+            "name": primary.pointer("/metadata/name"),
+            "uid": primary.pointer("/metadata/uid"),
+            "controller": true,
+            "blockOwnerDeletion": true,
+        });
+        let meta = object
+            .get_mut("metadata")
+            .and_then(Value::as_object_mut)
+            .ok_or_else(|| HostError::Invalid("object without metadata".into()))?;
+        if meta
+            .get("namespace")
+            .and_then(Value::as_str)
+            .is_some_and(|ns| ns != self.namespace)
+        {
+            return Err(HostError::Forbidden(format!(
+                "namespace other than {}",
+                self.namespace
+            )));
+        }
+        meta.insert("namespace".into(), json!(self.namespace));
+        meta.insert("ownerReferences".into(), json!([owner]));
+        Ok((kind, object))
+    }
+
+    fn owned(&self, object: &Value) -> bool {
+        let uid = self.primary.borrow().pointer("/metadata/uid").cloned();
+        object
+            .pointer("/metadata/ownerReferences")
+            .and_then(Value::as_array)
+            .is_some_and(|refs| {
+                refs.iter()
+                    .any(|r| r.get("uid") == uid.as_ref() && r["controller"] == true)
+            })
+    }
+
+    fn set_finalizers(&self, f: impl FnOnce(&mut Vec<Value>)) {
+        let mut primary = self.primary.borrow_mut();
+        let mut finalizers: Vec<Value> = primary
+            .pointer("/metadata/finalizers")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        f(&mut finalizers);
+        if let Some(meta) = primary.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.insert("finalizers".into(), json!(finalizers));
+        }
+    }
+}
+
+impl Host for FakeHost {
+    fn get(&self, kind: &Kind, name: &str) -> Result<Option<Value>, HostError> {
+        if *kind == self.primary_kind
+            && self
+                .primary
+                .borrow()
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                == Some(name)
+        {
+            return Ok(Some(self.primary()));
+        }
+        Ok(self
+            .objects
+            .borrow()
+            .get(&(kind.clone(), name.to_string()))
+            .cloned())
+    }
+
+    fn list(&self, kind: &Kind, label_selector: &str) -> Result<Vec<Value>, HostError> {
+        let selector = Selector::parse(label_selector).map_err(|e| HostError::Invalid(e.to_string()))?;
+        Ok(self
+            .objects(kind)
+            .into_iter()
+            .filter(|o| selector.matches_object(o))
+            .collect())
+    }
+
+    fn create(&self, object: &Value) -> Result<Value, HostError> {
+        let (kind, mut object) = self.adopt(object)?;
+        let name = match object.pointer("/metadata/name").and_then(Value::as_str) {
+            Some(name) => name.to_string(),
+            None => {
+                let prefix = object
+                    .pointer("/metadata/generateName")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| {
+                        HostError::Invalid("object needs metadata.name or metadata.generateName".into())
+                    })?;
+                format!("{prefix}{}", self.next("x").trim_start_matches("x-"))
+            }
+        };
+        if self.objects.borrow().contains_key(&(kind.clone(), name.clone())) {
+            return Err(HostError::Conflict(format!("{kind} {name} already exists")));
+        }
+        let uid = self.next("uid");
+        if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.insert("name".into(), json!(name));
+            meta.insert("uid".into(), json!(uid));
+        }
+        self.objects
+            .borrow_mut()
+            .insert((kind.clone(), name.clone()), object.clone());
+        self.writes.borrow_mut().push(Write::Create(kind, name));
+        Ok(object)
+    }
+
+    fn apply(&self, object: &Value) -> Result<Value, HostError> {
+        let (kind, mut object) = self.adopt(object)?;
+        let name = object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| HostError::Invalid("apply needs metadata.name".into()))?
+            .to_string();
+        let key = (kind.clone(), name.clone());
+        let uid = self
+            .objects
+            .borrow()
+            .get(&key)
+            .and_then(|o| o.pointer("/metadata/uid").cloned());
+        let uid = uid.unwrap_or_else(|| json!(self.next("uid")));
+        if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.insert("uid".into(), uid);
+        }
+        self.objects.borrow_mut().insert(key, object.clone());
+        self.writes.borrow_mut().push(Write::Apply(kind, name));
+        Ok(object)
+    }
+
+    fn apply_status(&self, status: &Value) -> Result<(), HostError> {
+        if let Some(map) = self.primary.borrow_mut().as_object_mut() {
+            map.insert("status".into(), status.clone());
+        }
+        self.writes.borrow_mut().push(Write::ApplyStatus);
+        Ok(())
+    }
+
+    fn delete(&self, kind: &Kind, name: &str, uid: Option<&str>) -> Result<(), HostError> {
+        let key = (kind.clone(), name.to_string());
+        let Some(object) = self.objects.borrow().get(&key).cloned() else {
+            return Ok(());
+        };
+        if !self.owned(&object) {
+            return Err(HostError::Forbidden(format!(
+                "{kind} {name} is not owned by the reconciled object"
+            )));
+        }
+        if uid.is_some_and(|u| object.pointer("/metadata/uid").and_then(Value::as_str) != Some(u)) {
+            return Err(HostError::Conflict(format!("{kind} {name} has another uid")));
+        }
+        self.objects.borrow_mut().remove(&key);
+        self.writes
+            .borrow_mut()
+            .push(Write::Delete(kind.clone(), name.to_string()));
+        Ok(())
+    }
+
+    fn add_finalizer(&self, finalizer: &str) -> Result<(), HostError> {
+        self.set_finalizers(|f| {
+            if !f.iter().any(|x| x == finalizer) {
+                f.push(json!(finalizer));
+            }
+        });
+        self.writes
+            .borrow_mut()
+            .push(Write::AddFinalizer(finalizer.to_string()));
+        Ok(())
+    }
+
+    fn remove_finalizer(&self, finalizer: &str) -> Result<(), HostError> {
+        self.set_finalizers(|f| f.retain(|x| x != finalizer));
+        self.writes
+            .borrow_mut()
+            .push(Write::RemoveFinalizer(finalizer.to_string()));
+        Ok(())
+    }
+
+    fn record_event(&self, event: &Event) -> Result<(), HostError> {
+        self.events.borrow_mut().push(event.clone());
+        Ok(())
+    }
+
+    fn log(&self, level: LogLevel, message: &str, _fields: &[(&str, &str)]) {
+        self.logs.borrow_mut().push((level, message.to_string()));
+    }
+
+    fn ray(&self, request: &RayRequest) -> Result<RayResponse, HostError> {
+        match self.ray.borrow_mut().as_mut() {
+            Some(handler) => handler(request),
+            None => Err(HostError::Unavailable("no Ray head in this test".into())),
+        }
+    }
+
+    fn now(&self) -> SystemTime {
+        self.now.get()
+    }
+}
