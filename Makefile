@@ -14,6 +14,7 @@ help:
 	@echo "make cluster       start the local Kubernetes control plane in the background (.local/kubeconfig)"
 	@echo "make cluster-down  stop it and remove its state"
 	@echo "make tools         build the control-plane binaries, the Ray virtualenv and the wasm target"
+	@echo "make crds          regenerate the CRDs in crds/ from the Rust types of the ray.io/v1 API"
 
 ## Prerequisites ------------------------------------------------------------------------------------------
 
@@ -30,6 +31,13 @@ ray:
 
 wasm-target:
 	@rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
+
+## Generated files ---------------------------------------------------------------------------------------
+
+.PHONY: crds
+# crds/ray.io_*.yaml from the types in crds/src (committed; a test fails when they are stale).
+crds:
+	@$(CARGO) run --quiet -p kuberay-crds --features schema --bin crdgen
 
 ## The local cluster --------------------------------------------------------------------------------------
 
@@ -58,9 +66,11 @@ fmt-check:
 lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
-# The test binaries start their own control plane (or use a running `make cluster`); the supervisor binary
-# they launch is built first. Afterwards nothing may be left behind but a running `make cluster`.
+# kuberay-crds must keep building for the plugins' target with its default features. The test binaries start
+# their own control plane (or use a running `make cluster`); the supervisor binary they launch is built first.
+# Afterwards nothing may be left behind but a running `make cluster`.
 test: tools fmt-check lint
+	$(CARGO) check -p kuberay-crds --target wasm32-wasip2
 	$(CARGO) build --workspace --all-targets
 	$(CARGO) test --workspace
 	$(TESTENV) leftovers --wait 60

@@ -106,6 +106,7 @@ pub struct RayClusterUpgradeStrategy {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum AuthMode {
+    /// Anyone who reaches the head may use it.
     Disabled,
     /// Ray checks a bearer token; unset `mode` means this.
     Token,

@@ -189,6 +189,7 @@ pub enum DeletionPolicyType {
     DeleteWorkers,
     /// The RayJob itself, and with it everything it owns.
     DeleteSelf,
+    /// Nothing.
     #[default]
     DeleteNone,
 }

@@ -1,6 +1,190 @@
-//! `kuberay-wasm`: the operator binary. The reconcile host lands with the plugin-host issue; until then the
-//! binary only reports its version so that the workspace, CI and packaging have a real target to build.
+//! `kuberay-wasm`: the operator binary.
 
-fn main() {
-    println!("kuberay-wasm {}", env!("CARGO_PKG_VERSION"));
+use std::{net::SocketAddr, path::PathBuf, time::Duration};
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use kuberay_wasm::{
+    OperatorConfig,
+    metrics::Metrics,
+    sandbox::{CallLimits, GrantPolicy, Sandbox, SandboxConfig},
+    telemetry::{self, LogFormat},
+};
+
+#[derive(Parser)]
+#[command(
+    version,
+    about = "KubeRay-compatible operator whose reconcile logic runs in WebAssembly plugins"
+)]
+struct Cli {
+    /// Log format on stderr; the level comes from RUST_LOG (default info).
+    #[arg(long, global = true, value_enum, default_value = "text")]
+    log_format: LogFormat,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the operator.
+    Operator(OperatorArgs),
+    /// Load a plugin and print what it reconciles, owns and asks for, and what it would be granted.
+    Inspect {
+        plugin: PathBuf,
+        /// Plugins allowed to touch Secrets (as for `operator`).
+        #[arg(long, value_delimiter = ',')]
+        allow_secrets: Vec<String>,
+    },
+}
+
+#[derive(clap::Args)]
+struct OperatorArgs {
+    /// Directory of plugin components (`*.wasm`); one plugin per reconciled kind.
+    #[arg(long)]
+    plugins: PathBuf,
+    /// Namespaces to watch (comma-separated); all namespaces when empty.
+    #[arg(long, value_delimiter = ',')]
+    watch_namespace: Vec<String>,
+    /// Reconciles running at once across all kinds (never two for the same object).
+    #[arg(long, default_value_t = 8)]
+    concurrency: u16,
+    /// Wall-time limit of one plugin call, host calls included (e.g. 30s, 500ms).
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    plugin_timeout: Duration,
+    /// Linear-memory limit of one plugin call, in MiB.
+    #[arg(long, default_value_t = 128)]
+    plugin_memory_mib: usize,
+    /// How often the plugin directory is checked for new, changed or removed plugins; 0 disables reloads.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    plugin_reload_interval: Duration,
+    /// Where compiled plugins are kept across restarts (must be private to the operator).
+    #[arg(long, env = "KUBERAY_WASM_CACHE_DIR")]
+    cache_dir: Option<PathBuf>,
+    /// Disable the compiled-plugin cache.
+    #[arg(long, conflicts_with = "cache_dir")]
+    no_cache: bool,
+    /// Plugins that may read or write Secrets (comma-separated plugin names); no plugin may otherwise.
+    #[arg(long, value_delimiter = ',')]
+    allow_secrets: Vec<String>,
+    /// Where /metrics is served.
+    #[arg(long, default_value = "0.0.0.0:8080")]
+    metrics_bind_address: SocketAddr,
+    /// Where /healthz and /readyz are served (may equal --metrics-bind-address).
+    #[arg(long, default_value = "0.0.0.0:8082")]
+    health_probe_bind_address: SocketAddr,
+    /// Kubeconfig to use; otherwise KUBECONFIG, ~/.kube/config or the in-cluster service account.
+    #[arg(long, env = "KUBECONFIG")]
+    kubeconfig: Option<PathBuf>,
+}
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let (number, unit) = text
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .map_or((text, "s"), |i| text.split_at(i));
+    let value: f64 = number.parse().map_err(|_| format!("invalid duration {text:?}"))?;
+    let seconds = match unit {
+        "ms" => value / 1000.0,
+        "s" => value,
+        "m" => value * 60.0,
+        _ => return Err(format!("invalid duration unit in {text:?} (use ms, s or m)")),
+    };
+    Duration::try_from_secs_f64(seconds).map_err(|e| e.to_string())
+}
+
+fn default_cache_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("kuberay-wasm"))
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    telemetry::init(cli.log_format);
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    match cli.command {
+        Command::Operator(args) => runtime.block_on(operator(args)),
+        Command::Inspect {
+            plugin,
+            allow_secrets,
+        } => runtime.block_on(inspect(plugin, allow_secrets)),
+    }
+}
+
+async fn operator(args: OperatorArgs) -> anyhow::Result<()> {
+    let mut config = OperatorConfig::new(args.plugins)
+        .with_watch_namespaces(args.watch_namespace)
+        .with_concurrency(args.concurrency)
+        .with_limits(args.plugin_timeout, args.plugin_memory_mib << 20)
+        .with_reload_interval((!args.plugin_reload_interval.is_zero()).then_some(args.plugin_reload_interval))
+        .with_addrs(args.metrics_bind_address, args.health_probe_bind_address);
+    config.cache_dir = if args.no_cache {
+        None
+    } else {
+        args.cache_dir.or_else(default_cache_dir)
+    };
+    config.secrets_allowed_for = args.allow_secrets;
+    config.kubeconfig = args.kubeconfig;
+    config.instance = std::env::var("POD_NAME")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok());
+    kuberay_wasm::run(config, shutdown_signal())
+        .await
+        .context("operator failed")
+}
+
+/// Resolves on SIGTERM or SIGINT.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
+    else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => tracing::info!("SIGTERM received"),
+        _ = int.recv() => tracing::info!("SIGINT received"),
+    }
+}
+
+async fn inspect(plugin: PathBuf, allow_secrets: Vec<String>) -> anyhow::Result<()> {
+    let sandbox = Sandbox::new(
+        SandboxConfig {
+            cache_dir: None,
+            limits: CallLimits {
+                timeout: Duration::from_secs(10),
+                memory_bytes: 128 << 20,
+            },
+            policy: GrantPolicy {
+                secrets_allowed_for: allow_secrets.into_iter().collect(),
+            },
+        },
+        Metrics::new(),
+    )?;
+    let loaded = sandbox
+        .load_file(&plugin)
+        .await
+        .with_context(|| format!("loading {}", plugin.display()))?;
+    let m = &loaded.metadata;
+    println!("plugin:      {} {}", m.name, m.version);
+    println!("digest:      sha256:{}", loaded.digest);
+    println!("reconciles:  {}", m.reconciles);
+    println!(
+        "owns:        {}",
+        m.owns
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    println!("finalizer:   {}", m.finalizer.as_deref().unwrap_or("-"));
+    println!("ray head:    {}", if m.uses_ray_head { "yes" } else { "no" });
+    println!("granted:");
+    for line in loaded.grant.describe() {
+        println!("  {line}");
+    }
+    for kind in &loaded.grant.withheld {
+        println!("withheld:    {kind} (allow with --allow-secrets {})", m.name);
+    }
+    Ok(())
 }

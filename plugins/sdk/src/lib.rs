@@ -14,6 +14,8 @@
 //! kuberay_plugin_sdk::export_plugin!(Mine);
 //! ```
 
+#![forbid(unsafe_code)]
+
 mod error;
 mod event;
 mod host;

@@ -11,6 +11,8 @@
 //! environment needs root (network namespaces) and is meant for disposable test machines, not for hosts
 //! with workloads of their own.
 
+#![forbid(unsafe_code)]
+
 pub mod annotations;
 pub mod conformance;
 pub mod controlplane;

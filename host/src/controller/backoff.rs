@@ -1,0 +1,60 @@
+//! Failures in a row per object, and the exponential delay before the next attempt.
+
+use std::{collections::HashMap, sync::Mutex, time::Duration};
+
+const FIRST: Duration = Duration::from_secs(1);
+const MAX: Duration = Duration::from_secs(300);
+
+/// `1s, 2s, 4s, ...` up to five minutes.
+pub fn delay(attempt: u32) -> Duration {
+    let factor = 2u32.saturating_pow(attempt.saturating_sub(1));
+    FIRST.saturating_mul(factor).min(MAX)
+}
+
+#[derive(Default)]
+pub struct Failures {
+    counts: Mutex<HashMap<String, u32>>,
+}
+
+impl Failures {
+    pub fn get(&self, key: &str) -> u32 {
+        self.lock().get(key).copied().unwrap_or(0)
+    }
+
+    /// Records a failure; returns the number in a row.
+    pub fn record(&self, key: &str) -> u32 {
+        let mut counts = self.lock();
+        let count = counts.entry(key.to_string()).or_insert(0);
+        *count = count.saturating_add(1);
+        *count
+    }
+
+    pub fn reset(&self, key: &str) {
+        self.lock().remove(key);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, u32>> {
+        self.counts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delays_double_up_to_five_minutes() {
+        assert_eq!(delay(1), Duration::from_secs(1));
+        assert_eq!(delay(4), Duration::from_secs(8));
+        assert_eq!(delay(30), Duration::from_secs(300));
+        let failures = Failures::default();
+        assert_eq!(
+            (failures.record("a"), failures.record("a"), failures.get("b")),
+            (1, 2, 0)
+        );
+        failures.reset("a");
+        assert_eq!(failures.get("a"), 0);
+    }
+}

@@ -1,0 +1,123 @@
+//! Reconcile queues: one kube-runtime controller per reconciled kind and watched namespace scope, fed by the
+//! shared watch caches. A change of an object's spec, labels, annotations or deletion state, or of anything
+//! it owns, queues it; kube-runtime never runs two reconciles of the same object at once, and a semaphore
+//! bounds how many run across all kinds (`--concurrency`).
+
+mod backoff;
+mod reconcile;
+mod report;
+mod triggers;
+
+use std::{sync::Arc, time::Duration};
+
+use futures::StreamExt;
+use kube::runtime::{Controller, controller};
+use kuberay_plugin_sdk::Kind;
+use tokio::sync::Semaphore;
+
+pub use self::backoff::Failures;
+use crate::{
+    kubernetes::KubeBridge,
+    metrics::Metrics,
+    sandbox::{PluginSlot, Sandbox},
+};
+
+/// What every controller shares.
+pub struct Shared {
+    pub sandbox: Arc<Sandbox>,
+    pub bridge: Arc<KubeBridge>,
+    pub permits: Arc<Semaphore>,
+    pub failures: Failures,
+    pub metrics: Metrics,
+}
+
+/// The context of one kind's controller.
+pub struct KindContext {
+    pub kind: Kind,
+    pub shared: Arc<Shared>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ControllerError {
+    #[error("resolving {kind}: {message}")]
+    Resolve { kind: Kind, message: String },
+}
+
+/// Starts the controllers for `kind` (one per watched scope) and runs them until `shutdown` resolves.
+pub async fn run(
+    kind: Kind,
+    shared: Arc<Shared>,
+    concurrency: u16,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) -> Result<(), ControllerError> {
+    let owns = match shared.sandbox.plugin_for(&kind) {
+        Some(PluginSlot::Ready(plugin)) => plugin.metadata.owns.clone(),
+        _ => Vec::new(),
+    };
+    let resolved = shared
+        .bridge
+        .watch(&kind)
+        .await
+        .map_err(|e| ControllerError::Resolve {
+            kind: kind.clone(),
+            message: e.to_string(),
+        })?;
+    let mut owned = Vec::new();
+    for child in &owns {
+        let child_resolved = shared
+            .bridge
+            .watch(child)
+            .await
+            .map_err(|e| ControllerError::Resolve {
+                kind: child.clone(),
+                message: e.to_string(),
+            })?;
+        owned.push((child.clone(), child_resolved));
+    }
+    let context = Arc::new(KindContext {
+        kind: kind.clone(),
+        shared: shared.clone(),
+    });
+    // One shutdown signal fans out to every scope's controller.
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        shutdown.await;
+        let _ = stop_tx.send(true);
+    });
+    let mut runs = Vec::new();
+    for scope in shared.bridge.caches.scope().scopes() {
+        let Some(store) = shared.bridge.caches.scope_store(&kind, &scope) else {
+            continue;
+        };
+        let primary = triggers::primary_changes(shared.bridge.caches.subscribe(&kind, &scope));
+        let mut controller = Controller::for_stream_with(primary, store, resolved.resource.clone());
+        for (child, child_resolved) in &owned {
+            let changes = triggers::all_changes(shared.bridge.caches.subscribe(child, &scope));
+            controller = controller.owns_stream_with(changes, child_resolved.resource.clone());
+        }
+        let run = controller
+            .with_config(controller::Config::default().concurrency(concurrency))
+            .graceful_shutdown_on({
+                let mut stop = stop_rx.clone();
+                async move {
+                    let _ = stop.wait_for(|s| *s).await;
+                }
+            })
+            .run(reconcile::reconcile, reconcile::error_policy, context.clone())
+            .for_each(|result| async move {
+                if let Err(e) = result {
+                    tracing::debug!(error = %e, "controller event");
+                }
+            });
+        runs.push(run);
+    }
+    tracing::info!(%kind, owns = ?owns.iter().map(ToString::to_string).collect::<Vec<_>>(), "controller started");
+    futures::future::join_all(runs).await;
+    tracing::info!(%kind, "controller stopped");
+    Ok(())
+}
+
+/// How long to wait before retrying an object that failed `attempt` times in a row.
+pub fn retry_delay(attempt: u32) -> Duration {
+    backoff::delay(attempt)
+}

@@ -1,0 +1,154 @@
+//! One reconcile: pick the plugin for the kind, call `reconcile` (or `cleanup` while the object is being
+//! deleted and carries the plugin's finalizer), and turn the outcome into the next action. Failures are
+//! reported on the object and retried with backoff; other objects are not affected.
+
+use std::{sync::Arc, time::Instant};
+
+use kube::{ResourceExt, api::DynamicObject, runtime::controller::Action};
+use serde_json::Value;
+use tracing::Instrument;
+
+use super::{KindContext, backoff, report};
+use crate::{
+    kubernetes::{ObjectHost, object_host::Primary, to_json},
+    metrics::{ErrorLabels, KindLabels, ReconcileLabels},
+    sandbox::{CallFailure, Export, PluginSlot},
+};
+
+/// Never returned: every failure is handled (reported, backed off) inside [`reconcile`].
+#[derive(Debug, thiserror::Error)]
+#[error("unreachable")]
+pub struct Never;
+
+pub fn error_policy(_object: Arc<DynamicObject>, _error: &Never, _ctx: Arc<KindContext>) -> Action {
+    Action::requeue(backoff::delay(1))
+}
+
+pub async fn reconcile(object: Arc<DynamicObject>, ctx: Arc<KindContext>) -> Result<Action, Never> {
+    let namespace = object.namespace().unwrap_or_default();
+    let name = object.name_any();
+    let span = tracing::info_span!("reconcile", kind = %ctx.kind.kind, %namespace, %name);
+    Ok(reconcile_one(&object, &ctx, &namespace, &name)
+        .instrument(span)
+        .await)
+}
+
+async fn reconcile_one(object: &DynamicObject, ctx: &KindContext, namespace: &str, name: &str) -> Action {
+    let shared = &ctx.shared;
+    let Ok(_permit) = shared.permits.acquire().await else {
+        return Action::await_change();
+    };
+    let started = Instant::now();
+    let key = format!("{}/{namespace}/{name}", ctx.kind);
+    let plugin = match shared.sandbox.plugin_for(&ctx.kind) {
+        Some(PluginSlot::Ready(plugin)) => plugin,
+        Some(PluginSlot::Unavailable { plugin, reason }) => {
+            let attempt = shared.failures.record(&key);
+            report::failure(
+                shared,
+                &ctx.kind,
+                &plugin,
+                object,
+                "PluginUnavailable",
+                &reason,
+                attempt,
+            )
+            .await;
+            return Action::requeue(backoff::delay(attempt));
+        }
+        None => return Action::await_change(),
+    };
+    let plugin_name = plugin.metadata.name.clone();
+
+    // The plugin sees the object with the host's own recent writes (status, finalizers) applied.
+    let current = match shared.bridge.read(&ctx.kind, namespace, name).await {
+        Ok(Some(current)) => current,
+        Ok(None) => return Action::await_change(),
+        Err(_) => match to_json(object) {
+            Ok(value) => value,
+            Err(_) => return Action::requeue(backoff::delay(1)),
+        },
+    };
+    let export = if current.pointer("/metadata/deletionTimestamp").is_some() {
+        let finalizers = current.pointer("/metadata/finalizers").and_then(Value::as_array);
+        match &plugin.metadata.finalizer {
+            Some(f) if finalizers.is_some_and(|all| all.iter().any(|x| x == f)) => Export::Cleanup,
+            _ => return Action::await_change(),
+        }
+    } else {
+        Export::Reconcile
+    };
+    let Ok(resolved) = shared.bridge.discovery.resolve(&ctx.kind).await else {
+        return Action::requeue(backoff::delay(1));
+    };
+    let primary = Primary {
+        kind: ctx.kind.clone(),
+        resolved,
+        namespace: namespace.to_string(),
+        name: name.to_string(),
+        uid: object.uid().unwrap_or_default(),
+    };
+    let host = Arc::new(ObjectHost::new(shared.bridge.clone(), &plugin_name, primary));
+    let attempt = shared.failures.get(&key);
+    let context = shared
+        .sandbox
+        .context(&plugin, format!("{namespace}/{name}"), host);
+    let result = shared
+        .sandbox
+        .call(&plugin, context, export, current.to_string(), attempt)
+        .await;
+
+    let kind_label = ctx.kind.kind.clone();
+    shared
+        .metrics
+        .reconcile_duration
+        .get_or_create(&KindLabels {
+            kind: kind_label.clone(),
+        })
+        .observe(started.elapsed().as_secs_f64());
+    let outcome = if result.is_ok() { "success" } else { "error" };
+    shared
+        .metrics
+        .reconciles
+        .get_or_create(&ReconcileLabels {
+            kind: kind_label.clone(),
+            plugin: plugin_name.clone(),
+            result: outcome.into(),
+        })
+        .inc();
+    match result {
+        Ok(requeue) => {
+            shared.failures.reset(&key);
+            report::recovered(shared, &ctx.kind, &plugin_name, &current).await;
+            tracing::debug!(plugin = %plugin_name, export = export.name(), ?requeue, "reconciled");
+            requeue.map_or_else(Action::await_change, Action::requeue)
+        }
+        Err(failure) => {
+            let attempt = shared.failures.record(&key);
+            shared
+                .metrics
+                .reconcile_errors
+                .get_or_create(&ErrorLabels {
+                    kind: kind_label,
+                    plugin: plugin_name.clone(),
+                    reason: failure.reason().into(),
+                })
+                .inc();
+            report::failure(
+                shared,
+                &ctx.kind,
+                &plugin_name,
+                object,
+                failure.reason(),
+                &failure.to_string(),
+                attempt,
+            )
+            .await;
+            match failure {
+                // Retrying cannot help until the object changes.
+                CallFailure::InvalidObject(_) => Action::await_change(),
+                _ => Action::requeue(backoff::delay(attempt)),
+            }
+        }
+    }
+}

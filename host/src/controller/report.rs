@@ -1,0 +1,154 @@
+//! Telling users that reconciling an object failed, and why: a log line with the object, a Warning event, and
+//! a `Reconciled=False` condition the host owns (written with its own field manager, so it coexists with the
+//! plugin's conditions). The condition goes away with the first successful reconcile.
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::{
+    Api, ResourceExt,
+    api::{DynamicObject, Patch, PatchParams},
+    runtime::events::{Event, EventType},
+};
+use kuberay_plugin_sdk::Kind;
+use serde_json::{Value, json};
+
+use super::Shared;
+use crate::kubernetes::HOST_FIELD_MANAGER;
+
+/// The condition type the host sets on objects it failed to reconcile.
+pub const CONDITION: &str = "Reconciled";
+
+/// Longest message put in an event or condition (events.k8s.io caps notes at 1 KiB).
+const MAX_MESSAGE: usize = 1000;
+
+fn truncate(message: &str) -> String {
+    if message.len() <= MAX_MESSAGE {
+        return message.to_string();
+    }
+    let mut end = MAX_MESSAGE;
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &message[..end])
+}
+
+fn host_condition(object: &Value) -> Option<&Value> {
+    object
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .and_then(|conditions| conditions.iter().find(|c| c["type"] == CONDITION))
+}
+
+pub async fn failure(
+    shared: &Shared,
+    kind: &Kind,
+    plugin: &str,
+    object: &DynamicObject,
+    reason: &str,
+    message: &str,
+    attempt: u32,
+) {
+    let namespace = object.namespace().unwrap_or_default();
+    let name = object.name_any();
+    let message = truncate(message);
+    tracing::error!(
+        %plugin, %kind, %namespace, %name, reason, attempt, retry_in = ?super::backoff::delay(attempt),
+        "reconcile failed: {message}"
+    );
+    let reference = ObjectReference {
+        api_version: Some(kind.api_version()),
+        kind: Some(kind.kind.clone()),
+        name: Some(name.clone()),
+        namespace: Some(namespace.clone()),
+        uid: object.uid(),
+        ..ObjectReference::default()
+    };
+    let event = Event {
+        type_: EventType::Warning,
+        reason: reason.to_string(),
+        note: Some(message.clone()),
+        action: "Reconcile".into(),
+        secondary: None,
+    };
+    if let Err(e) = shared.bridge.recorder(plugin).publish(&event, &reference).await {
+        tracing::warn!(%namespace, %name, error = %e, "could not record an event");
+    }
+    let current = shared.bridge.read(kind, &namespace, &name).await.ok().flatten();
+    let same = current
+        .as_ref()
+        .and_then(host_condition)
+        .is_some_and(|c| c["reason"] == reason && c["message"] == message);
+    if same {
+        return;
+    }
+    let transition = current
+        .as_ref()
+        .and_then(host_condition)
+        .filter(|c| c["status"] == "False")
+        .and_then(|c| c.get("lastTransitionTime").cloned())
+        .unwrap_or_else(|| json!(now()));
+    let condition = json!({
+        "type": CONDITION,
+        "status": "False",
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": transition,
+        "observedGeneration": object.metadata.generation,
+    });
+    write_status(
+        shared,
+        kind,
+        &namespace,
+        &name,
+        json!({"conditions": [condition]}),
+    )
+    .await;
+}
+
+/// Removes the failure condition after a successful reconcile, if there is one.
+pub async fn recovered(shared: &Shared, kind: &Kind, plugin: &str, object: &Value) {
+    if host_condition(object).is_none() {
+        return;
+    }
+    let namespace = object
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let name = object
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    tracing::info!(%plugin, %kind, %namespace, %name, "reconcile succeeded again");
+    // Applying an empty status with the host's field manager releases (and so removes) its condition.
+    write_status(shared, kind, namespace, name, json!({})).await;
+}
+
+async fn write_status(shared: &Shared, kind: &Kind, namespace: &str, name: &str, status: Value) {
+    let Ok(resolved) = shared.bridge.discovery.resolve(kind).await else {
+        return;
+    };
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(shared.bridge.client.clone(), namespace, &resolved.resource);
+    let patch = json!({
+        "apiVersion": kind.api_version(),
+        "kind": kind.kind,
+        "metadata": {"name": name, "namespace": namespace},
+        "status": status,
+    });
+    if let Err(e) = api
+        .patch_status(
+            name,
+            &PatchParams::apply(HOST_FIELD_MANAGER).force(),
+            &Patch::Apply(&patch),
+        )
+        .await
+    {
+        tracing::warn!(%namespace, %name, error = %e, "could not write the Reconciled condition");
+    }
+}
+
+fn now() -> String {
+    let now = k8s_openapi::jiff::Timestamp::now();
+    k8s_openapi::jiff::Timestamp::from_second(now.as_second())
+        .unwrap_or(now)
+        .to_string()
+}

@@ -1,0 +1,197 @@
+//! Watch caches: one reflector per kind and watched namespace (or one for all namespaces), shared by every
+//! plugin that reads or owns that kind. Each also fans its events out to the controllers that want them.
+//! `managedFields` are dropped from cached objects; they are large and no plugin needs them.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+};
+
+use futures::StreamExt;
+use kube::{
+    Api, Client,
+    api::DynamicObject,
+    runtime::{
+        WatchStreamExt,
+        reflector::{self, Store},
+        watcher::{self, Event, watcher},
+    },
+};
+use kuberay_plugin_sdk::Kind;
+use tokio::{sync::mpsc, task::JoinHandle};
+
+use super::discovery::Resolved;
+
+/// Which namespaces the operator watches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WatchScope {
+    All,
+    Namespaces(Vec<String>),
+}
+
+impl WatchScope {
+    /// The cache scopes: `None` for all namespaces, or each namespace.
+    pub fn scopes(&self) -> Vec<Option<String>> {
+        match self {
+            Self::All => vec![None],
+            Self::Namespaces(list) => list.iter().cloned().map(Some).collect(),
+        }
+    }
+
+    pub fn contains(&self, namespace: &str) -> bool {
+        match self {
+            Self::All => true,
+            Self::Namespaces(list) => list.iter().any(|n| n == namespace),
+        }
+    }
+
+    /// The cache scope that holds objects of `namespace`.
+    fn scope_of(&self, namespace: &str) -> Option<String> {
+        match self {
+            Self::All => None,
+            Self::Namespaces(_) => Some(namespace.to_string()),
+        }
+    }
+}
+
+type Subscribers = Arc<Mutex<Vec<mpsc::UnboundedSender<Arc<DynamicObject>>>>>;
+
+struct Entry {
+    store: Store<DynamicObject>,
+    subscribers: Subscribers,
+    task: JoinHandle<()>,
+}
+
+pub struct Caches {
+    client: Client,
+    scope: WatchScope,
+    entries: Mutex<HashMap<(Kind, Option<String>), Entry>>,
+}
+
+impl Caches {
+    pub fn new(client: Client, scope: WatchScope) -> Self {
+        Self {
+            client,
+            scope,
+            entries: Mutex::default(),
+        }
+    }
+
+    pub fn scope(&self) -> &WatchScope {
+        &self.scope
+    }
+
+    /// Starts watching `kind` in every scope, unless already watched.
+    pub fn ensure(&self, kind: &Kind, resolved: &Resolved) {
+        let mut entries = self.lock();
+        for scope in self.scope.scopes() {
+            let key = (kind.clone(), scope.clone());
+            if entries.contains_key(&key) {
+                continue;
+            }
+            let api: Api<DynamicObject> = match (&scope, resolved.namespaced) {
+                (Some(ns), true) => Api::namespaced_with(self.client.clone(), ns, &resolved.resource),
+                _ => Api::all_with(self.client.clone(), &resolved.resource),
+            };
+            let writer = reflector::store::Writer::new(resolved.resource.clone());
+            let store = writer.as_reader();
+            let subscribers: Subscribers = Arc::default();
+            let fan_out = subscribers.clone();
+            let label = format!(
+                "{kind}{}",
+                scope.as_ref().map(|s| format!(" in {s}")).unwrap_or_default()
+            );
+            let stream = watcher(api, watcher::Config::default())
+                .default_backoff()
+                .modify(|o| o.metadata.managed_fields = None)
+                .reflect(writer);
+            let task = tokio::spawn(async move {
+                let mut stream = std::pin::pin!(stream);
+                while let Some(event) = stream.next().await {
+                    match event {
+                        Ok(Event::Apply(o) | Event::InitApply(o) | Event::Delete(o)) => {
+                            broadcast(&fan_out, o)
+                        }
+                        Ok(_) => {}
+                        Err(e) => tracing::warn!(cache = %label, error = %e, "watch failed; retrying"),
+                    }
+                }
+            });
+            entries.insert(
+                key,
+                Entry {
+                    store,
+                    subscribers,
+                    task,
+                },
+            );
+        }
+    }
+
+    /// The store holding objects of `kind` in `namespace`, if watched.
+    pub fn store(&self, kind: &Kind, namespace: &str) -> Option<Store<DynamicObject>> {
+        self.lock()
+            .get(&(kind.clone(), self.scope.scope_of(namespace)))
+            .map(|e| e.store.clone())
+    }
+
+    /// The store of one scope (`None` = all namespaces).
+    pub fn scope_store(&self, kind: &Kind, scope: &Option<String>) -> Option<Store<DynamicObject>> {
+        self.lock()
+            .get(&(kind.clone(), scope.clone()))
+            .map(|e| e.store.clone())
+    }
+
+    /// A stream of every object of `kind` in `scope` that changes or goes away, from now on.
+    pub fn subscribe(
+        &self,
+        kind: &Kind,
+        scope: &Option<String>,
+    ) -> mpsc::UnboundedReceiver<Arc<DynamicObject>> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        if let Some(entry) = self.lock().get(&(kind.clone(), scope.clone())) {
+            entry
+                .subscribers
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(tx);
+        }
+        rx
+    }
+
+    /// Waits until every cache has listed its objects once.
+    pub async fn wait_ready(&self) {
+        let stores: Vec<Store<DynamicObject>> = self.lock().values().map(|e| e.store.clone()).collect();
+        for store in stores {
+            let _ = store.wait_until_ready().await;
+        }
+    }
+
+    /// Whether every cache has listed its objects once.
+    pub fn ready(&self) -> bool {
+        use futures::FutureExt;
+        self.lock()
+            .values()
+            .all(|e| matches!(e.store.wait_until_ready().now_or_never(), Some(Ok(()))))
+    }
+
+    pub fn shutdown(&self) {
+        for entry in self.lock().values() {
+            entry.task.abort();
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(Kind, Option<String>), Entry>> {
+        self.entries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+fn broadcast(subscribers: &Subscribers, object: DynamicObject) {
+    let object = Arc::new(object);
+    subscribers
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .retain(|tx| tx.send(object.clone()).is_ok());
+}

@@ -1,0 +1,120 @@
+//! The Kubernetes bridge: what a plugin's Kubernetes calls do. Reads come from shared watch caches merged
+//! with the plugin's recent writes; writes go to the API server with the plugin's field manager, are skipped
+//! when they would change nothing, and are held to the rules a plugin cannot break: its object's namespace,
+//! a controller owner reference on everything it creates, and deletes only of what its object owns.
+
+mod cache;
+mod discovery;
+mod errors;
+mod events;
+pub mod object_host;
+mod overlay;
+mod unchanged;
+
+use std::sync::Arc;
+
+pub use cache::{Caches, WatchScope};
+pub use discovery::{Discovery, Resolved};
+use kube::{
+    Api, Client,
+    api::DynamicObject,
+    runtime::{events::Reporter, reflector::ObjectRef},
+};
+use kuberay_plugin_sdk::{HostError, Kind};
+pub use object_host::ObjectHost;
+use serde_json::Value;
+
+use self::{
+    events::EventRecorders,
+    overlay::{Key, Overlay},
+    unchanged::LastApplied,
+};
+use crate::{metrics::Metrics, sandbox::host_api::HostResult};
+
+/// Field manager of the host's own writes (the failure condition on an object's status).
+pub const HOST_FIELD_MANAGER: &str = "kuberay-wasm";
+
+/// Field manager of a plugin's writes.
+pub fn field_manager(plugin: &str) -> String {
+    format!("kuberay-wasm/{plugin}")
+}
+
+/// Shared by every reconcile.
+pub struct KubeBridge {
+    pub client: Client,
+    pub discovery: Discovery,
+    pub caches: Caches,
+    overlay: Overlay,
+    applied: LastApplied,
+    events: EventRecorders,
+    metrics: Metrics,
+}
+
+impl KubeBridge {
+    pub fn new(
+        client: Client,
+        scope: WatchScope,
+        reporter_instance: Option<String>,
+        metrics: Metrics,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            discovery: Discovery::new(client.clone()),
+            caches: Caches::new(client.clone(), scope),
+            overlay: Overlay::default(),
+            applied: LastApplied::default(),
+            events: EventRecorders::new(client.clone(), reporter_instance),
+            client,
+            metrics,
+        })
+    }
+
+    /// Starts watching a kind (idempotent).
+    pub async fn watch(&self, kind: &Kind) -> HostResult<Resolved> {
+        let resolved = self.discovery.resolve(kind).await?;
+        self.caches.ensure(kind, &resolved);
+        Ok(resolved)
+    }
+
+    /// An object as plugins see it (cache plus recent writes), as JSON.
+    pub async fn read(&self, kind: &Kind, namespace: &str, name: &str) -> HostResult<Option<Value>> {
+        let resolved = self.discovery.resolve(kind).await?;
+        let key = Key {
+            kind: kind.clone(),
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        };
+        let cached = match self.caches.store(kind, namespace) {
+            Some(store) => {
+                let reference = ObjectRef::new_with(name, resolved.resource.clone()).within(namespace);
+                store.get(&reference).map(|o| to_json(&o)).transpose()?
+            }
+            None => {
+                let api: Api<DynamicObject> =
+                    Api::namespaced_with(self.client.clone(), namespace, &resolved.resource);
+                api.get_opt(name)
+                    .await
+                    .map_err(errors::from_kube)?
+                    .map(|o| to_json(&o))
+                    .transpose()?
+            }
+        };
+        Ok(self.overlay.merge(&key, cached))
+    }
+
+    pub fn reporter(&self, plugin: &str) -> Reporter {
+        self.events.reporter(plugin)
+    }
+
+    /// The event recorder of `plugin`'s reconciles.
+    pub fn recorder(&self, plugin: &str) -> kube::runtime::events::Recorder {
+        self.events.recorder(plugin)
+    }
+
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+}
+
+pub(crate) fn to_json(object: &DynamicObject) -> HostResult<Value> {
+    serde_json::to_value(object).map_err(|e| HostError::Internal(format!("serializing a cached object: {e}")))
+}

@@ -1,0 +1,433 @@
+//! The host a plugin sees while it reconciles one object.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::{
+    Api,
+    api::{
+        DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams, Preconditions,
+        PropagationPolicy,
+    },
+    runtime::events::{Event as KubeEvent, EventType as KubeEventType},
+};
+use kuberay_plugin_sdk::{
+    Event, EventType, HostError, Kind, LogLevel, RayRequest, RayResponse, selector::Selector,
+};
+use serde_json::{Value, json};
+
+use super::{
+    KubeBridge, Resolved,
+    errors::from_kube,
+    field_manager,
+    overlay::Key,
+    to_json,
+    unchanged::{intent_hash, is_subset},
+};
+use crate::sandbox::host_api::{HostApi, HostResult};
+
+/// The object being reconciled.
+#[derive(Debug, Clone)]
+pub struct Primary {
+    pub kind: Kind,
+    pub resolved: Resolved,
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+}
+
+pub struct ObjectHost {
+    bridge: Arc<KubeBridge>,
+    plugin: String,
+    field_manager: String,
+    primary: Primary,
+}
+
+fn str_at<'a>(object: &'a Value, pointer: &str) -> Option<&'a str> {
+    object.pointer(pointer).and_then(Value::as_str)
+}
+
+impl ObjectHost {
+    pub fn new(bridge: Arc<KubeBridge>, plugin: &str, primary: Primary) -> Self {
+        Self {
+            bridge,
+            plugin: plugin.to_string(),
+            field_manager: field_manager(plugin),
+            primary,
+        }
+    }
+
+    fn key(&self, kind: &Kind, name: &str) -> Key {
+        Key {
+            kind: kind.clone(),
+            namespace: self.primary.namespace.clone(),
+            name: name.to_string(),
+        }
+    }
+
+    fn refuse(&self, verb: &str, kind: &Kind, message: String) -> HostError {
+        tracing::warn!(
+            plugin = %self.plugin, namespace = %self.primary.namespace, name = %self.primary.name,
+            %kind, verb, "refused: {message}"
+        );
+        self.bridge
+            .metrics()
+            .refused(&self.plugin, verb, &kind.to_string());
+        HostError::Forbidden(message)
+    }
+
+    async fn namespaced(&self, verb: &str, kind: &Kind) -> HostResult<Api<DynamicObject>> {
+        let resolved = self.bridge.discovery.resolve(kind).await?;
+        if !resolved.namespaced {
+            return Err(self.refuse(
+                verb,
+                kind,
+                format!("{kind} is cluster-scoped; plugins work within one namespace"),
+            ));
+        }
+        Ok(Api::namespaced_with(
+            self.bridge.client.clone(),
+            &self.primary.namespace,
+            &resolved.resource,
+        ))
+    }
+
+    fn owner_reference(&self) -> Value {
+        json!({
+            "apiVersion": self.primary.kind.api_version(),
+            "kind": self.primary.kind.kind,
+            "name": self.primary.name,
+            "uid": self.primary.uid,
+            "controller": true,
+            "blockOwnerDeletion": true,
+        })
+    }
+
+    /// Puts the object in the primary's namespace under its control, refusing anything else.
+    fn adopt(&self, verb: &str, kind: &Kind, mut object: Value) -> HostResult<Value> {
+        let namespace = self.primary.namespace.clone();
+        let owner = self.owner_reference();
+        let refuse = |message: String| self.refuse(verb, kind, message);
+        let meta = object
+            .get_mut("metadata")
+            .and_then(Value::as_object_mut)
+            .ok_or_else(|| HostError::Invalid("object has no metadata".into()))?;
+        if let Some(other) = meta
+            .get("namespace")
+            .and_then(Value::as_str)
+            .filter(|ns| *ns != namespace)
+        {
+            return Err(refuse(format!(
+                "namespace {other} is outside the reconciled object's namespace {namespace}"
+            )));
+        }
+        meta.insert("namespace".into(), json!(namespace));
+        let mut references: Vec<Value> = meta
+            .get("ownerReferences")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        if let Some(foreign) = references.iter().find(|r| {
+            r["controller"] == true && r.get("uid").and_then(Value::as_str) != Some(&self.primary.uid)
+        }) {
+            return Err(refuse(format!(
+                "the object names another controller ({} {})",
+                foreign["kind"].as_str().unwrap_or("?"),
+                foreign["name"].as_str().unwrap_or("?")
+            )));
+        }
+        references.retain(|r| r.get("uid").and_then(Value::as_str) != Some(&self.primary.uid));
+        references.push(owner);
+        meta.insert("ownerReferences".into(), Value::Array(references));
+        Ok(object)
+    }
+
+    fn owned_by_primary(&self, object: &Value) -> bool {
+        object
+            .pointer("/metadata/ownerReferences")
+            .and_then(Value::as_array)
+            .is_some_and(|refs| {
+                refs.iter().any(|r| {
+                    r["controller"] == true && r.get("uid").and_then(Value::as_str) == Some(&self.primary.uid)
+                })
+            })
+    }
+
+    async fn primary_now(&self) -> HostResult<Value> {
+        self.bridge
+            .read(&self.primary.kind, &self.primary.namespace, &self.primary.name)
+            .await?
+            .ok_or_else(|| {
+                HostError::NotFound(format!("{} {} is gone", self.primary.kind, self.primary.name))
+            })
+    }
+
+    async fn set_finalizers(&self, finalizer: String, add: bool) -> HostResult<()> {
+        let current = self.primary_now().await?;
+        let mut finalizers: Vec<String> = current
+            .pointer("/metadata/finalizers")
+            .and_then(Value::as_array)
+            .map(|f| f.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+            .unwrap_or_default();
+        let present = finalizers.contains(&finalizer);
+        if present == add {
+            self.bridge.metrics().write(&self.plugin, "finalize", false);
+            return Ok(());
+        }
+        if add {
+            finalizers.push(finalizer);
+        } else {
+            finalizers.retain(|f| *f != finalizer);
+        }
+        // The resourceVersion makes this a compare-and-swap: a concurrent change becomes a conflict.
+        let patch = json!({"metadata": {"finalizers": finalizers, "resourceVersion": str_at(&current, "/metadata/resourceVersion")}});
+        let api = self.namespaced("finalize", &self.primary.kind).await?;
+        let updated = api
+            .patch(&self.primary.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(from_kube)?;
+        self.bridge.metrics().write(&self.plugin, "finalize", true);
+        self.bridge.overlay.record_write(
+            self.key(&self.primary.kind, &self.primary.name),
+            to_json(&updated)?,
+        );
+        Ok(())
+    }
+
+    fn object_reference(&self) -> ObjectReference {
+        ObjectReference {
+            api_version: Some(self.primary.kind.api_version()),
+            kind: Some(self.primary.kind.kind.clone()),
+            name: Some(self.primary.name.clone()),
+            namespace: Some(self.primary.namespace.clone()),
+            uid: Some(self.primary.uid.clone()),
+            ..ObjectReference::default()
+        }
+    }
+}
+
+fn dynamic(object: Value) -> HostResult<DynamicObject> {
+    serde_json::from_value(object).map_err(|e| HostError::Invalid(format!("not a Kubernetes object: {e}")))
+}
+
+impl HostApi for ObjectHost {
+    fn get(&self, kind: Kind, name: String) -> BoxFuture<'_, HostResult<Option<Value>>> {
+        Box::pin(async move { self.bridge.read(&kind, &self.primary.namespace, &name).await })
+    }
+
+    fn list(&self, kind: Kind, label_selector: String) -> BoxFuture<'_, HostResult<Vec<Value>>> {
+        Box::pin(async move {
+            let selector = Selector::parse(&label_selector).map_err(|e| HostError::Invalid(e.to_string()))?;
+            let namespace = &self.primary.namespace;
+            let cached = match self.bridge.caches.store(&kind, namespace) {
+                Some(store) => store
+                    .state()
+                    .iter()
+                    .filter(|o| o.metadata.namespace.as_deref() == Some(namespace))
+                    .map(|o| to_json(o))
+                    .collect::<HostResult<Vec<Value>>>()?,
+                None => {
+                    let api = self.namespaced("list", &kind).await?;
+                    let list = api
+                        .list(&ListParams::default().labels(&label_selector))
+                        .await
+                        .map_err(from_kube)?;
+                    list.items
+                        .iter()
+                        .map(to_json)
+                        .collect::<HostResult<Vec<Value>>>()?
+                }
+            };
+            Ok(self
+                .bridge
+                .overlay
+                .merge_list(&kind, namespace, cached, &selector))
+        })
+    }
+
+    fn create(&self, kind: Kind, object: Value) -> BoxFuture<'_, HostResult<Value>> {
+        Box::pin(async move {
+            let api = self.namespaced("create", &kind).await?;
+            let object = self.adopt("create", &kind, object)?;
+            let params = PostParams {
+                field_manager: Some(self.field_manager.clone()),
+                ..PostParams::default()
+            };
+            let created = api.create(&params, &dynamic(object)?).await.map_err(from_kube)?;
+            self.bridge.metrics().write(&self.plugin, "create", true);
+            let created = to_json(&created)?;
+            if let Some(name) = str_at(&created, "/metadata/name") {
+                self.bridge
+                    .overlay
+                    .record_write(self.key(&kind, name), created.clone());
+            }
+            Ok(created)
+        })
+    }
+
+    fn apply(&self, kind: Kind, object: Value) -> BoxFuture<'_, HostResult<Value>> {
+        Box::pin(async move {
+            let api = self.namespaced("apply", &kind).await?;
+            let object = self.adopt("apply", &kind, object)?;
+            let name = str_at(&object, "/metadata/name")
+                .ok_or_else(|| HostError::Invalid("apply needs metadata.name".into()))?
+                .to_string();
+            let key = self.key(&kind, &name);
+            let hash = intent_hash(&object);
+            let current = self.bridge.read(&kind, &self.primary.namespace, &name).await?;
+            if let Some(current) = current
+                && self.bridge.applied.same_as_last(&key, "", hash)
+                && is_subset(&object, &current)
+            {
+                self.bridge.metrics().write(&self.plugin, "apply", false);
+                return Ok(current);
+            }
+            let params = PatchParams::apply(&self.field_manager).force();
+            let applied = api
+                .patch(&name, &params, &Patch::Apply(&object))
+                .await
+                .map_err(from_kube)?;
+            self.bridge.metrics().write(&self.plugin, "apply", true);
+            let applied = to_json(&applied)?;
+            self.bridge.applied.record(key.clone(), "", hash);
+            self.bridge.overlay.record_write(key, applied.clone());
+            Ok(applied)
+        })
+    }
+
+    fn apply_status(&self, status: Value) -> BoxFuture<'_, HostResult<()>> {
+        Box::pin(async move {
+            let kind = self.primary.kind.clone();
+            let key = self.key(&kind, &self.primary.name);
+            let intent = json!({
+                "apiVersion": kind.api_version(),
+                "kind": kind.kind,
+                "metadata": {"name": self.primary.name, "namespace": self.primary.namespace},
+                "status": status,
+            });
+            let hash = intent_hash(&intent);
+            let current = self.primary_now().await?;
+            if self.bridge.applied.same_as_last(&key, "status", hash)
+                && is_subset(&json!({"status": status}), &current)
+            {
+                self.bridge.metrics().write(&self.plugin, "apply-status", false);
+                return Ok(());
+            }
+            let api = self.namespaced("apply-status", &kind).await?;
+            let params = PatchParams::apply(&self.field_manager).force();
+            let applied = api
+                .patch_status(&self.primary.name, &params, &Patch::Apply(&intent))
+                .await
+                .map_err(from_kube)?;
+            self.bridge.metrics().write(&self.plugin, "apply-status", true);
+            self.bridge.applied.record(key.clone(), "status", hash);
+            self.bridge.overlay.record_write(key, to_json(&applied)?);
+            Ok(())
+        })
+    }
+
+    fn delete(&self, kind: Kind, name: String, uid: Option<String>) -> BoxFuture<'_, HostResult<()>> {
+        Box::pin(async move {
+            let api = self.namespaced("delete", &kind).await?;
+            let Some(current) = self.bridge.read(&kind, &self.primary.namespace, &name).await? else {
+                return Ok(());
+            };
+            if !self.owned_by_primary(&current) {
+                return Err(self.refuse(
+                    "delete",
+                    &kind,
+                    format!(
+                        "{kind} {name} is not owned by {} {}",
+                        self.primary.kind.kind, self.primary.name
+                    ),
+                ));
+            }
+            let current_uid = str_at(&current, "/metadata/uid").map(str::to_string);
+            if uid.is_some() && uid != current_uid {
+                return Ok(());
+            }
+            let params = DeleteParams {
+                propagation_policy: Some(PropagationPolicy::Background),
+                preconditions: Some(Preconditions {
+                    uid: current_uid.clone(),
+                    resource_version: None,
+                }),
+                ..DeleteParams::default()
+            };
+            match api.delete(&name, &params).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
+                Err(e) => return Err(from_kube(e)),
+            }
+            self.bridge.metrics().write(&self.plugin, "delete", true);
+            let key = self.key(&kind, &name);
+            self.bridge.applied.forget(&key);
+            self.bridge.overlay.record_delete(key, current_uid);
+            Ok(())
+        })
+    }
+
+    fn add_finalizer(&self, finalizer: String) -> BoxFuture<'_, HostResult<()>> {
+        Box::pin(self.set_finalizers(finalizer, true))
+    }
+
+    fn remove_finalizer(&self, finalizer: String) -> BoxFuture<'_, HostResult<()>> {
+        Box::pin(self.set_finalizers(finalizer, false))
+    }
+
+    fn record_event(&self, event: Event) -> BoxFuture<'_, HostResult<()>> {
+        Box::pin(async move {
+            let secondary = event.related.map(|(kind, name)| ObjectReference {
+                api_version: Some(kind.api_version()),
+                kind: Some(kind.kind),
+                name: Some(name),
+                namespace: Some(self.primary.namespace.clone()),
+                ..ObjectReference::default()
+            });
+            let kube_event = KubeEvent {
+                type_: match event.event_type {
+                    EventType::Normal => KubeEventType::Normal,
+                    EventType::Warning => KubeEventType::Warning,
+                },
+                reason: event.reason,
+                note: Some(event.note),
+                action: event.action,
+                secondary,
+            };
+            self.bridge
+                .events
+                .recorder(&self.plugin)
+                .publish(&kube_event, &self.object_reference())
+                .await
+                .map_err(from_kube)
+        })
+    }
+
+    fn ray(&self, request: RayRequest) -> BoxFuture<'_, HostResult<RayResponse>> {
+        Box::pin(async move { crate::ray::send(&request).await })
+    }
+
+    fn log(&self, level: LogLevel, message: &str, fields: &[(String, String)]) {
+        let fields: Vec<String> = fields.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let fields = fields.join(" ");
+        let (plugin, namespace, name) = (&self.plugin, &self.primary.namespace, &self.primary.name);
+        match level {
+            LogLevel::Trace => {
+                tracing::trace!(target: "plugin", %plugin, %namespace, %name, %fields, "{message}")
+            }
+            LogLevel::Debug => {
+                tracing::debug!(target: "plugin", %plugin, %namespace, %name, %fields, "{message}")
+            }
+            LogLevel::Info => {
+                tracing::info!(target: "plugin", %plugin, %namespace, %name, %fields, "{message}")
+            }
+            LogLevel::Warn => {
+                tracing::warn!(target: "plugin", %plugin, %namespace, %name, %fields, "{message}")
+            }
+            LogLevel::Error => {
+                tracing::error!(target: "plugin", %plugin, %namespace, %name, %fields, "{message}")
+            }
+        }
+    }
+}

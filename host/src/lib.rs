@@ -1,0 +1,19 @@
+//! kuberay-wasm: a KubeRay-compatible Kubernetes operator whose reconcile logic runs in sandboxed
+//! WebAssembly components.
+//!
+//! - [`sandbox`]: wasmtime, plugin loading and reloading, limits and grants (and the threat model);
+//! - [`kubernetes`]: what a plugin's Kubernetes calls do: caches, read-your-writes, owner and namespace rules;
+//! - [`ray`]: HTTP to Ray heads on behalf of plugins;
+//! - [`controller`]: the reconcile queues;
+//! - [`operator`]: wiring, configuration and shutdown; [`server`] and [`metrics`]: observability.
+
+pub mod controller;
+pub mod kubernetes;
+pub mod metrics;
+pub mod operator;
+pub mod ray;
+pub mod sandbox;
+pub mod server;
+pub mod telemetry;
+
+pub use operator::{OperatorConfig, run};

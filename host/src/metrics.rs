@@ -1,0 +1,217 @@
+//! Prometheus metrics of the operator, served on `/metrics`.
+
+use std::sync::Arc;
+
+use prometheus_client::{
+    encoding::EncodeLabelSet,
+    metrics::{counter::Counter, family::Family, gauge::Gauge, histogram::Histogram},
+    registry::Registry,
+};
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReconcileLabels {
+    pub kind: String,
+    pub plugin: String,
+    pub result: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ErrorLabels {
+    pub kind: String,
+    pub plugin: String,
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KindLabels {
+    pub kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CallLabels {
+    pub plugin: String,
+    pub export: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct HostCallLabels {
+    pub plugin: String,
+    pub verb: String,
+    pub outcome: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct WriteLabels {
+    pub plugin: String,
+    pub verb: String,
+    pub result: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RefusalLabels {
+    pub plugin: String,
+    pub verb: String,
+    pub kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct LoadLabels {
+    pub plugin: String,
+    pub source: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RayLabels {
+    pub route: String,
+    pub outcome: String,
+}
+
+fn duration_histogram() -> Histogram {
+    Histogram::new([
+        0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+    ])
+}
+
+/// Every metric the operator exports. Cheap to clone.
+#[derive(Clone)]
+pub struct Metrics {
+    registry: Arc<Registry>,
+    pub reconciles: Family<ReconcileLabels, Counter>,
+    pub reconcile_errors: Family<ErrorLabels, Counter>,
+    pub reconcile_duration: Family<KindLabels, Histogram>,
+    pub plugin_call_duration: Family<CallLabels, Histogram>,
+    pub host_calls: Family<HostCallLabels, Counter>,
+    pub refused_calls: Family<RefusalLabels, Counter>,
+    pub api_writes: Family<WriteLabels, Counter>,
+    pub plugin_loads: Family<LoadLabels, Counter>,
+    pub plugins_loaded: Gauge,
+    pub ray_requests: Family<RayLabels, Counter>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("kuberay_wasm");
+        let reconciles = Family::<ReconcileLabels, Counter>::default();
+        let reconcile_errors = Family::<ErrorLabels, Counter>::default();
+        let reconcile_duration =
+            Family::<KindLabels, Histogram>::new_with_constructor(duration_histogram as fn() -> Histogram);
+        let plugin_call_duration =
+            Family::<CallLabels, Histogram>::new_with_constructor(duration_histogram as fn() -> Histogram);
+        let host_calls = Family::<HostCallLabels, Counter>::default();
+        let refused_calls = Family::<RefusalLabels, Counter>::default();
+        let api_writes = Family::<WriteLabels, Counter>::default();
+        let plugin_loads = Family::<LoadLabels, Counter>::default();
+        let plugins_loaded = Gauge::default();
+        let ray_requests = Family::<RayLabels, Counter>::default();
+        registry.register(
+            "reconciles",
+            "Reconciles by kind, plugin and result",
+            reconciles.clone(),
+        );
+        registry.register(
+            "reconcile_errors",
+            "Failed reconciles by kind, plugin and reason",
+            reconcile_errors.clone(),
+        );
+        registry.register(
+            "reconcile_duration_seconds",
+            "Time per reconcile, plugin call included",
+            reconcile_duration.clone(),
+        );
+        registry.register(
+            "plugin_call_duration_seconds",
+            "Time per plugin call: instantiate, call and host calls",
+            plugin_call_duration.clone(),
+        );
+        registry.register(
+            "host_calls",
+            "Host calls made by plugins, by verb and outcome (ok, error, refused, unchanged)",
+            host_calls.clone(),
+        );
+        registry.register(
+            "refused_calls",
+            "Host calls refused because they were outside the plugin's grant",
+            refused_calls.clone(),
+        );
+        registry.register(
+            "api_writes",
+            "Writes plugins asked for, by whether they reached the API server (written) or changed nothing (skipped)",
+            api_writes.clone(),
+        );
+        registry.register(
+            "plugin_loads",
+            "Plugin loads, from the compiled-plugin cache or compiled",
+            plugin_loads.clone(),
+        );
+        registry.register(
+            "plugins_loaded",
+            "Plugins currently loaded",
+            plugins_loaded.clone(),
+        );
+        registry.register(
+            "ray_requests",
+            "HTTP requests to Ray heads, by route and outcome",
+            ray_requests.clone(),
+        );
+        Self {
+            registry: Arc::new(registry),
+            reconciles,
+            reconcile_errors,
+            reconcile_duration,
+            plugin_call_duration,
+            host_calls,
+            refused_calls,
+            api_writes,
+            plugin_loads,
+            plugins_loaded,
+            ray_requests,
+        }
+    }
+
+    /// The Prometheus text exposition of every metric.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
+            out.clear();
+        }
+        out
+    }
+
+    pub fn host_call(&self, plugin: &str, verb: &str, outcome: &str) {
+        self.host_calls
+            .get_or_create(&HostCallLabels {
+                plugin: plugin.into(),
+                verb: verb.into(),
+                outcome: outcome.into(),
+            })
+            .inc();
+    }
+
+    pub fn write(&self, plugin: &str, verb: &str, written: bool) {
+        let result = if written { "written" } else { "skipped" };
+        self.api_writes
+            .get_or_create(&WriteLabels {
+                plugin: plugin.into(),
+                verb: verb.into(),
+                result: result.into(),
+            })
+            .inc();
+    }
+
+    pub fn refused(&self, plugin: &str, verb: &str, kind: &str) {
+        self.refused_calls
+            .get_or_create(&RefusalLabels {
+                plugin: plugin.into(),
+                verb: verb.into(),
+                kind: kind.into(),
+            })
+            .inc();
+        self.host_call(plugin, verb, "refused");
+    }
+}

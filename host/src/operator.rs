@@ -1,0 +1,271 @@
+//! Wiring: the Kubernetes client, the sandbox with the plugins of a directory, the bridge, one controller per
+//! reconciled kind, the HTTP endpoints, plugin reloads, and an orderly shutdown.
+
+use std::{
+    collections::BTreeSet,
+    net::SocketAddr,
+    path::PathBuf,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
+
+use kube::Client;
+use kuberay_plugin_sdk::Kind;
+use tokio::{sync::watch, task::JoinSet};
+
+use crate::{
+    controller::{self, Failures, Shared},
+    kubernetes::{KubeBridge, WatchScope},
+    metrics::Metrics,
+    sandbox::{CallLimits, GrantPolicy, Sandbox, SandboxConfig},
+    server::{self, Health},
+};
+
+/// Everything the operator can be told. Build it with [`OperatorConfig::new`] and the `with_*` methods.
+#[derive(Debug, Clone)]
+pub struct OperatorConfig {
+    pub plugins_dir: PathBuf,
+    /// Empty: all namespaces.
+    pub watch_namespaces: Vec<String>,
+    pub concurrency: u16,
+    pub plugin_timeout: Duration,
+    pub plugin_memory_bytes: usize,
+    /// How often the plugin directory is rescanned; `None` loads it once.
+    pub reload_interval: Option<Duration>,
+    pub cache_dir: Option<PathBuf>,
+    pub secrets_allowed_for: Vec<String>,
+    pub metrics_addr: SocketAddr,
+    pub health_addr: SocketAddr,
+    pub kubeconfig: Option<PathBuf>,
+    /// Identifies this replica in events (the Pod name in a cluster).
+    pub instance: Option<String>,
+}
+
+impl OperatorConfig {
+    pub fn new(plugins_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            plugins_dir: plugins_dir.into(),
+            watch_namespaces: Vec::new(),
+            concurrency: 8,
+            plugin_timeout: Duration::from_secs(30),
+            plugin_memory_bytes: 128 << 20,
+            reload_interval: Some(Duration::from_secs(5)),
+            cache_dir: None,
+            secrets_allowed_for: Vec::new(),
+            metrics_addr: SocketAddr::from(([0, 0, 0, 0], 8080)),
+            health_addr: SocketAddr::from(([0, 0, 0, 0], 8082)),
+            kubeconfig: None,
+            instance: None,
+        }
+    }
+
+    #[must_use]
+    pub fn with_kubeconfig(mut self, path: impl Into<PathBuf>) -> Self {
+        self.kubeconfig = Some(path.into());
+        self
+    }
+
+    #[must_use]
+    pub fn with_addrs(mut self, metrics: SocketAddr, health: SocketAddr) -> Self {
+        self.metrics_addr = metrics;
+        self.health_addr = health;
+        self
+    }
+
+    #[must_use]
+    pub fn with_cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cache_dir = Some(dir.into());
+        self
+    }
+
+    #[must_use]
+    pub fn with_limits(mut self, timeout: Duration, memory_bytes: usize) -> Self {
+        self.plugin_timeout = timeout;
+        self.plugin_memory_bytes = memory_bytes;
+        self
+    }
+
+    #[must_use]
+    pub fn with_watch_namespaces(mut self, namespaces: Vec<String>) -> Self {
+        self.watch_namespaces = namespaces;
+        self
+    }
+
+    #[must_use]
+    pub fn with_concurrency(mut self, concurrency: u16) -> Self {
+        self.concurrency = concurrency.max(1);
+        self
+    }
+
+    #[must_use]
+    pub fn with_reload_interval(mut self, interval: Option<Duration>) -> Self {
+        self.reload_interval = interval;
+        self
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum OperatorError {
+    #[error("Kubernetes client configuration: {0}")]
+    Client(String),
+    #[error(transparent)]
+    Sandbox(#[from] crate::sandbox::registry::SandboxError),
+    #[error("serving {addr}: {source}")]
+    Serve {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+}
+
+async fn client(config: &OperatorConfig) -> Result<Client, OperatorError> {
+    let kube_config = match &config.kubeconfig {
+        Some(path) => {
+            let kubeconfig = kube::config::Kubeconfig::read_from(path)
+                .map_err(|e| OperatorError::Client(e.to_string()))?;
+            kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
+                .await
+                .map_err(|e| OperatorError::Client(e.to_string()))?
+        }
+        None => kube::Config::infer()
+            .await
+            .map_err(|e| OperatorError::Client(e.to_string()))?,
+    };
+    Client::try_from(kube_config).map_err(|e| OperatorError::Client(e.to_string()))
+}
+
+/// Runs the operator until `shutdown` resolves, then stops controllers (letting running reconciles finish)
+/// and returns.
+pub async fn run(
+    config: OperatorConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), OperatorError> {
+    let client = client(&config).await?;
+    let metrics = Metrics::new();
+    let sandbox = Sandbox::new(
+        SandboxConfig {
+            cache_dir: config.cache_dir.clone(),
+            limits: CallLimits {
+                timeout: config.plugin_timeout,
+                memory_bytes: config.plugin_memory_bytes,
+            },
+            policy: GrantPolicy {
+                secrets_allowed_for: config.secrets_allowed_for.iter().cloned().collect(),
+            },
+        },
+        metrics.clone(),
+    )?;
+    let scope = if config.watch_namespaces.is_empty() {
+        WatchScope::All
+    } else {
+        WatchScope::Namespaces(config.watch_namespaces.clone())
+    };
+    let bridge = KubeBridge::new(client, scope.clone(), config.instance.clone(), metrics.clone());
+    let shared = Arc::new(Shared {
+        sandbox: sandbox.clone(),
+        bridge: bridge.clone(),
+        permits: Arc::new(tokio::sync::Semaphore::new(usize::from(config.concurrency))),
+        failures: Failures::default(),
+        metrics: metrics.clone(),
+    });
+
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let ready = Arc::new(AtomicBool::new(false));
+    let health = Health {
+        metrics: metrics.clone(),
+        ready: ready.clone(),
+    };
+    let mut tasks = JoinSet::new();
+    let mut addrs = vec![config.metrics_addr];
+    if config.health_addr != config.metrics_addr {
+        addrs.push(config.health_addr);
+    }
+    for addr in addrs {
+        let listener_health = health.clone();
+        let stopped = stopped(stop_rx.clone());
+        let server = server::serve(addr, listener_health, stopped);
+        tasks.spawn(async move {
+            if let Err(source) = server.await {
+                tracing::error!(%addr, error = %source, "HTTP endpoint failed");
+            }
+        });
+    }
+    tracing::info!(plugins = %config.plugins_dir.display(), ?scope, concurrency = config.concurrency, "operator starting");
+
+    let mut running: BTreeSet<Kind> = BTreeSet::new();
+    let start = |kind: Kind, tasks: &mut JoinSet<()>| {
+        let (shared, stop) = (shared.clone(), stop_rx.clone());
+        let concurrency = config.concurrency;
+        tasks.spawn(async move {
+            if let Err(e) = controller::run(kind.clone(), shared, concurrency, stopped(stop)).await {
+                tracing::error!(%kind, error = %e, "controller could not start");
+            }
+        });
+    };
+    match sandbox.scan(&config.plugins_dir).await {
+        Ok(report) => {
+            if report.loaded.is_empty() {
+                tracing::warn!(dir = %config.plugins_dir.display(), "no plugin loaded; nothing will be reconciled until one is");
+            }
+            for kind in report.new_kinds {
+                running.insert(kind.clone());
+                start(kind, &mut tasks);
+            }
+        }
+        Err(e) => tracing::error!(error = %e, "could not read the plugin directory"),
+    }
+
+    {
+        let (bridge, ready) = (bridge.clone(), ready.clone());
+        tasks.spawn(async move {
+            // Controllers start their caches; give them a moment to register before waiting on them.
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            bridge.caches.wait_ready().await;
+            ready.store(true, Ordering::Relaxed);
+            tracing::info!("caches synced; ready");
+        });
+    }
+
+    let reload = async {
+        let Some(interval) = config.reload_interval else {
+            return std::future::pending().await;
+        };
+        loop {
+            tokio::time::sleep(interval).await;
+            match sandbox.scan(&config.plugins_dir).await {
+                Ok(report) => {
+                    for kind in report.new_kinds {
+                        if running.insert(kind.clone()) {
+                            start(kind, &mut tasks);
+                        }
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "could not rescan the plugin directory"),
+            }
+        }
+    };
+    tokio::select! {
+        () = shutdown => {}
+        () = reload => {}
+    }
+    tracing::info!("shutting down: letting running reconciles finish");
+    ready.store(false, Ordering::Relaxed);
+    let _ = stop_tx.send(true);
+    let drained = tokio::time::timeout(Duration::from_secs(30), async {
+        while tasks.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!("some tasks did not stop within 30s");
+    }
+    bridge.caches.shutdown();
+    tracing::info!("operator stopped");
+    Ok(())
+}
+
+/// Resolves once `stop` turns true.
+async fn stopped(mut stop: watch::Receiver<bool>) {
+    let _ = stop.wait_for(|s| *s).await;
+}

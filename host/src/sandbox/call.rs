@@ -1,0 +1,413 @@
+//! One plugin call: a fresh Store with its limits, the grant checked on every host call, and the outcome
+//! classified so the operator can report a plugin that loops, traps or runs out of memory.
+
+use std::{sync::Arc, time::Duration};
+
+use kuberay_plugin_sdk::{
+    Event, EventType, HostError, Kind, LogLevel, PortRole, RayRequest, RayTarget, Verb,
+};
+use serde_json::Value;
+use wasmtime::{Engine, Store, component::ResourceTable};
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+use super::{
+    bindings::{ReconcilePluginPre, wit_k8s, wit_log, wit_ray, wit_reconciler, wit_types},
+    grant::Grant,
+    host_api::HostApi,
+    limits::MemoryCap,
+    stdio::LogStream,
+};
+use crate::metrics::Metrics;
+
+/// Limits of one call.
+#[derive(Debug, Clone, Copy)]
+pub struct CallLimits {
+    /// Wall time for the whole call, host calls included.
+    pub timeout: Duration,
+    /// Linear memory the guest may grow to.
+    pub memory_bytes: usize,
+}
+
+/// Who is calling: the plugin and the object its calls are scoped to.
+#[derive(Clone)]
+pub struct CallContext {
+    pub plugin: Arc<str>,
+    pub primary_kind: Kind,
+    pub grant: Arc<Grant>,
+    pub uses_ray_head: bool,
+    /// `namespace/name` of the object, for logs.
+    pub object: String,
+    pub host: Arc<dyn HostApi>,
+    pub metrics: Metrics,
+}
+
+/// The data of a Store: WASI with nothing in it, the limits, and the call's context.
+pub struct CallState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    limiter: MemoryCap,
+    ctx: CallContext,
+    stdout: LogStream,
+    stderr: LogStream,
+}
+
+impl CallState {
+    pub fn new(ctx: CallContext, memory_bytes: usize) -> Self {
+        let label = format!("{} {}", ctx.plugin, ctx.object);
+        let stdout = LogStream::new("stdout", label.clone());
+        let stderr = LogStream::new("stderr", label);
+        // No files, environment, arguments, sockets or name lookups: the builder starts empty and the
+        // network is switched off explicitly.
+        let wasi = WasiCtxBuilder::new()
+            .stdout(stdout.clone())
+            .stderr(stderr.clone())
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false)
+            .build();
+        Self {
+            wasi,
+            table: ResourceTable::new(),
+            limiter: MemoryCap::new(memory_bytes),
+            ctx,
+            stdout,
+            stderr,
+        }
+    }
+
+    /// Refuses (and counts) a call outside the grant.
+    fn check(&self, kind: &Kind, verb: Verb, name: &str) -> Result<(), wit_types::HostError> {
+        if self.ctx.grant.allows(kind, verb) {
+            return Ok(());
+        }
+        let message = format!("plugin {} is not granted {name} on {kind}", self.ctx.plugin);
+        tracing::warn!(plugin = %self.ctx.plugin, object = %self.ctx.object, %kind, verb = name, "refused: {message}");
+        self.ctx
+            .metrics
+            .refused(&self.ctx.plugin, name, &kind.to_string());
+        Err(wit_types::HostError::Forbidden(message))
+    }
+
+    /// Counts a finished host call and converts its error.
+    fn finish<T>(&self, verb: &str, result: Result<T, HostError>) -> Result<T, wit_types::HostError> {
+        match result {
+            Ok(value) => {
+                self.ctx.metrics.host_call(&self.ctx.plugin, verb, "ok");
+                Ok(value)
+            }
+            Err(e) => {
+                let outcome = if matches!(e, HostError::Forbidden(_)) {
+                    "refused"
+                } else {
+                    "error"
+                };
+                if outcome == "refused" {
+                    tracing::warn!(plugin = %self.ctx.plugin, object = %self.ctx.object, verb, "refused: {e}");
+                }
+                self.ctx.metrics.host_call(&self.ctx.plugin, verb, outcome);
+                Err(error_to_wit(e))
+            }
+        }
+    }
+}
+
+impl WasiView for CallState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+fn kind_from_wit(kind: wit_types::Kind) -> Kind {
+    Kind {
+        group: kind.group,
+        version: kind.version,
+        kind: kind.kind,
+    }
+}
+
+fn error_to_wit(e: HostError) -> wit_types::HostError {
+    use wit_types::HostError as W;
+    match e {
+        HostError::Forbidden(m) => W::Forbidden(m),
+        HostError::NotFound(m) => W::NotFound(m),
+        HostError::Conflict(m) => W::Conflict(m),
+        HostError::Invalid(m) => W::Invalid(m),
+        HostError::Unavailable(m) => W::Unavailable(m),
+        HostError::Internal(m) => W::Internal(m),
+    }
+}
+
+/// The object a plugin passed, with its kind.
+fn parse_object(text: &str) -> Result<(Kind, Value), wit_types::HostError> {
+    let value: Value = serde_json::from_str(text)
+        .map_err(|e| wit_types::HostError::Invalid(format!("object is not JSON: {e}")))?;
+    let kind = Kind::of_object(&value)
+        .ok_or_else(|| wit_types::HostError::Invalid("object has no apiVersion and kind".into()))?;
+    Ok((kind, value))
+}
+
+impl wit_types::Host for CallState {}
+
+impl wit_k8s::Host for CallState {
+    async fn get(
+        &mut self,
+        kind: wit_types::Kind,
+        name: String,
+    ) -> Result<Option<String>, wit_types::HostError> {
+        let kind = kind_from_wit(kind);
+        self.check(&kind, Verb::Get, "get")?;
+        let result = self.ctx.host.get(kind, name).await;
+        self.finish("get", result.map(|o| o.map(|v| v.to_string())))
+    }
+
+    async fn list(
+        &mut self,
+        kind: wit_types::Kind,
+        label_selector: String,
+    ) -> Result<Vec<String>, wit_types::HostError> {
+        let kind = kind_from_wit(kind);
+        self.check(&kind, Verb::List, "list")?;
+        let result = self.ctx.host.list(kind, label_selector).await;
+        self.finish(
+            "list",
+            result.map(|items| items.iter().map(Value::to_string).collect()),
+        )
+    }
+
+    async fn create(&mut self, object: String) -> Result<String, wit_types::HostError> {
+        let (kind, value) = parse_object(&object)?;
+        self.check(&kind, Verb::Create, "create")?;
+        let result = self.ctx.host.create(kind, value).await;
+        self.finish("create", result.map(|v| v.to_string()))
+    }
+
+    async fn apply(&mut self, object: String) -> Result<String, wit_types::HostError> {
+        let (kind, value) = parse_object(&object)?;
+        self.check(&kind, Verb::Apply, "apply")?;
+        let result = self.ctx.host.apply(kind, value).await;
+        self.finish("apply", result.map(|v| v.to_string()))
+    }
+
+    async fn apply_status(&mut self, status: String) -> Result<(), wit_types::HostError> {
+        let kind = self.ctx.primary_kind.clone();
+        self.check(&kind, Verb::ApplyStatus, "apply-status")?;
+        let value: Value = serde_json::from_str(&status)
+            .map_err(|e| wit_types::HostError::Invalid(format!("status is not JSON: {e}")))?;
+        let result = self.ctx.host.apply_status(value).await;
+        self.finish("apply-status", result)
+    }
+
+    async fn delete(
+        &mut self,
+        kind: wit_types::Kind,
+        name: String,
+        uid: Option<String>,
+    ) -> Result<(), wit_types::HostError> {
+        let kind = kind_from_wit(kind);
+        self.check(&kind, Verb::Delete, "delete")?;
+        let result = self.ctx.host.delete(kind, name, uid).await;
+        self.finish("delete", result)
+    }
+
+    async fn add_finalizer(&mut self, finalizer: String) -> Result<(), wit_types::HostError> {
+        let kind = self.ctx.primary_kind.clone();
+        self.check(&kind, Verb::Finalize, "add-finalizer")?;
+        let result = self.ctx.host.add_finalizer(finalizer).await;
+        self.finish("add-finalizer", result)
+    }
+
+    async fn remove_finalizer(&mut self, finalizer: String) -> Result<(), wit_types::HostError> {
+        let kind = self.ctx.primary_kind.clone();
+        self.check(&kind, Verb::Finalize, "remove-finalizer")?;
+        let result = self.ctx.host.remove_finalizer(finalizer).await;
+        self.finish("remove-finalizer", result)
+    }
+
+    async fn record_event(&mut self, event: wit_k8s::Event) -> Result<(), wit_types::HostError> {
+        let kind = self.ctx.primary_kind.clone();
+        self.check(&kind, Verb::RecordEvent, "record-event")?;
+        let event = Event {
+            event_type: match event.event_type {
+                wit_k8s::EventType::Normal => EventType::Normal,
+                wit_k8s::EventType::Warning => EventType::Warning,
+            },
+            reason: event.reason,
+            action: event.action,
+            note: event.note,
+            related: event.related.map(|(k, n)| (kind_from_wit(k), n)),
+        };
+        let result = self.ctx.host.record_event(event).await;
+        self.finish("record-event", result)
+    }
+}
+
+impl wit_log::Host for CallState {
+    async fn log(&mut self, level: wit_log::Level, message: String, fields: Vec<(String, String)>) {
+        let level = match level {
+            wit_log::Level::Trace => LogLevel::Trace,
+            wit_log::Level::Debug => LogLevel::Debug,
+            wit_log::Level::Info => LogLevel::Info,
+            wit_log::Level::Warn => LogLevel::Warn,
+            wit_log::Level::Error => LogLevel::Error,
+        };
+        self.ctx.host.log(level, &message, &fields);
+    }
+}
+
+impl wit_ray::Host for CallState {
+    async fn send(&mut self, request: wit_ray::Request) -> Result<wit_ray::Response, wit_types::HostError> {
+        if !self.ctx.uses_ray_head {
+            let message = format!(
+                "plugin {} did not declare that it uses the Ray head interface",
+                self.ctx.plugin
+            );
+            tracing::warn!(plugin = %self.ctx.plugin, object = %self.ctx.object, "refused: {message}");
+            self.ctx
+                .metrics
+                .refused(&self.ctx.plugin, "ray-send", "ray.io/v1/RayCluster");
+            return Err(wit_types::HostError::Forbidden(message));
+        }
+        let request = RayRequest {
+            cluster: request.cluster,
+            role: match request.role {
+                wit_ray::PortRole::Dashboard => PortRole::Dashboard,
+                wit_ray::PortRole::Serve => PortRole::Serve,
+                wit_ray::PortRole::DashboardAgent => PortRole::DashboardAgent,
+            },
+            target: match request.target {
+                wit_ray::Target::Cluster => RayTarget::Cluster,
+                wit_ray::Target::HeadPod => RayTarget::HeadPod,
+            },
+            method: request.method,
+            path: request.path,
+            headers: request.headers,
+            body: request.body,
+        };
+        let result = self.ctx.host.ray(request).await;
+        self.finish("ray-send", result).map(|r| wit_ray::Response {
+            status: r.status,
+            headers: r.headers,
+            body: r.body,
+        })
+    }
+}
+
+/// Which export to call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Export {
+    Reconcile,
+    Cleanup,
+}
+
+impl Export {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Reconcile => "reconcile",
+            Self::Cleanup => "cleanup",
+        }
+    }
+}
+
+/// Why a call did not return an outcome.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CallFailure {
+    #[error("the plugin did not finish within {0:?}")]
+    TimedOut(Duration),
+    #[error("the plugin exceeded its memory limit (asked for {0} bytes)")]
+    MemoryExceeded(usize),
+    #[error("the plugin trapped: {0}")]
+    Trapped(String),
+    #[error("the plugin reported an invalid object: {0}")]
+    InvalidObject(String),
+    #[error("the plugin reported an error: {0}")]
+    Failed(String),
+}
+
+impl CallFailure {
+    /// A short UpperCamelCase reason for events, conditions and metrics.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::TimedOut(_) => "PluginTimedOut",
+            Self::MemoryExceeded(_) => "PluginMemoryExceeded",
+            Self::Trapped(_) => "PluginTrapped",
+            Self::InvalidObject(_) => "InvalidObject",
+            Self::Failed(_) => "ReconcileFailed",
+        }
+    }
+}
+
+/// A trap as a short reason (the wasm backtrace goes to the debug log, not into events).
+fn classify_trap(store: &Store<CallState>, trap: &wasmtime::Error) -> CallFailure {
+    if let Some(asked) = store.data().limiter.exceeded {
+        return CallFailure::MemoryExceeded(asked);
+    }
+    tracing::debug!(plugin = %store.data().ctx.plugin, object = %store.data().ctx.object, "trap: {trap:?}");
+    CallFailure::Trapped(trap.root_cause().to_string())
+}
+
+/// Instantiates the plugin in a fresh Store and calls `reconcile` or `cleanup`.
+pub async fn call(
+    engine: &Engine,
+    pre: &ReconcilePluginPre<CallState>,
+    state: CallState,
+    export: Export,
+    request: &wit_reconciler::Request,
+    limits: CallLimits,
+) -> Result<Option<Duration>, CallFailure> {
+    let (stdout, stderr) = (state.stdout.clone(), state.stderr.clone());
+    let mut store = Store::new(engine, state);
+    store.limiter(|s| &mut s.limiter);
+    store.set_epoch_deadline(1);
+    store.epoch_deadline_async_yield_and_update(1);
+    let outcome = {
+        let run = async {
+            let instance = pre.instantiate_async(&mut store).await?;
+            let reconciler = instance.kuberay_plugin_reconciler();
+            match export {
+                Export::Reconcile => reconciler.call_reconcile(&mut store, request).await,
+                Export::Cleanup => reconciler.call_cleanup(&mut store, request).await,
+            }
+        };
+        tokio::time::timeout(limits.timeout, run).await
+    };
+    stdout.flush();
+    stderr.flush();
+    match outcome {
+        Err(_) => Err(CallFailure::TimedOut(limits.timeout)),
+        Ok(Err(trap)) => Err(classify_trap(&store, &trap)),
+        Ok(Ok(Err(wit_reconciler::ReconcileError::InvalidObject(m)))) => Err(CallFailure::InvalidObject(m)),
+        Ok(Ok(Err(wit_reconciler::ReconcileError::Transient(m)))) => Err(CallFailure::Failed(m)),
+        Ok(Ok(Ok(outcome))) => Ok(outcome.requeue_after_ms.map(Duration::from_millis)),
+    }
+}
+
+/// Calls `metadata` in a throw-away Store (at load time, with no host access).
+pub async fn metadata(
+    engine: &Engine,
+    pre: &ReconcilePluginPre<CallState>,
+    state: CallState,
+    limits: CallLimits,
+) -> Result<wit_reconciler::PluginMetadata, CallFailure> {
+    let mut store = Store::new(engine, state);
+    store.limiter(|s| &mut s.limiter);
+    store.set_epoch_deadline(1);
+    store.epoch_deadline_async_yield_and_update(1);
+    let outcome = {
+        let run = async {
+            let instance = pre.instantiate_async(&mut store).await?;
+            instance
+                .kuberay_plugin_reconciler()
+                .call_metadata(&mut store)
+                .await
+        };
+        tokio::time::timeout(limits.timeout, run).await
+    };
+    match outcome {
+        Err(_) => Err(CallFailure::TimedOut(limits.timeout)),
+        Ok(Err(trap)) => Err(classify_trap(&store, &trap)),
+        Ok(Ok(metadata)) => Ok(metadata),
+    }
+}

@@ -1,0 +1,39 @@
+//! The sandbox: where plugins run.
+//!
+//! # Threat model
+//!
+//! A plugin is untrusted code. It may loop, trap, allocate without bound, print without end, return
+//! nonsense, or try to reach what it was not granted. The sandbox guarantees that:
+//!
+//! - it runs only inside wasmtime, with WASI that has no files, environment, arguments, sockets or name
+//!   lookups; its only ways out are the `kuberay:plugin` imports;
+//! - every import call is checked against the plugin's grant (kinds and verbs it asked for, minus Secrets
+//!   unless the operator allows them) and then, in the Kubernetes bridge, against the reconciled object
+//!   (its namespace, its owner references);
+//! - each call gets a fresh Store: nothing survives from one reconcile to the next, so a plugin cannot leak
+//!   data between objects or accumulate state;
+//! - a call is bounded in memory (a cap on linear memory and tables) and in time (epoch interruption yields
+//!   every tick and a timeout drops the whole call, host calls included);
+//! - its output is rate-limited into the operator's log.
+//!
+//! Not covered: a plugin that is granted a capability can use it fully within those rules (for example delete
+//! every Pod its object owns); the operator's own RBAC is the outer bound. Compiled artifacts in the on-disk
+//! cache are trusted (see [`compile_cache`]).
+
+pub mod bindings;
+pub mod call;
+pub mod compile_cache;
+mod engine;
+pub mod grant;
+pub mod host_api;
+mod host_api_denied;
+mod limits;
+pub mod plugin;
+pub mod registry;
+mod stdio;
+
+pub use call::{CallFailure, CallLimits, Export};
+pub use engine::{EPOCH_TICK, EpochTicker, engine};
+pub use grant::{Grant, GrantPolicy};
+pub use plugin::LoadedPlugin;
+pub use registry::{PluginSlot, Sandbox, SandboxConfig};

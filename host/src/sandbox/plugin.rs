@@ -1,0 +1,188 @@
+//! A loaded plugin: its compiled component with imports resolved (instantiated afresh for every call), its
+//! metadata, and the grant computed from what it asked for.
+
+use std::{path::Path, sync::Arc};
+
+use kuberay_plugin_sdk::{Capability, Kind, PluginMetadata, Verb};
+use wasmtime::{Engine, component::Linker};
+
+use super::{
+    bindings::{ReconcilePlugin, ReconcilePluginPre, wit_reconciler, wit_types},
+    call::{self, CallContext, CallLimits, CallState},
+    compile_cache::{CompileCache, Source, sha256_hex},
+    grant::{Grant, GrantPolicy},
+    host_api::HostApi,
+};
+use crate::metrics::Metrics;
+
+/// Major and minor version of the WIT package this host implements (`wit/plugin.wit`).
+pub const WIT_VERSION: (u64, u64) = (0, 1);
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("reading {path}: {source}")]
+    Read { path: String, source: std::io::Error },
+    #[error("not a usable component: {0}")]
+    Component(String),
+    #[error("the component does not implement the kuberay:plugin reconcile-plugin world: {0}")]
+    World(String),
+    #[error("calling metadata: {0}")]
+    Metadata(String),
+    #[error("invalid metadata: {0}")]
+    InvalidMetadata(String),
+}
+
+/// A plugin ready to be called.
+pub struct LoadedPlugin {
+    pub metadata: PluginMetadata,
+    /// SHA-256 of the component file.
+    pub digest: String,
+    pub source: Source,
+    pub grant: Arc<Grant>,
+    pre: ReconcilePluginPre<CallState>,
+}
+
+impl LoadedPlugin {
+    pub fn pre(&self) -> &ReconcilePluginPre<CallState> {
+        &self.pre
+    }
+
+    /// The context of one call for the object `object` (`namespace/name`).
+    pub fn context(&self, object: String, host: Arc<dyn HostApi>, metrics: Metrics) -> CallContext {
+        CallContext {
+            plugin: self.metadata.name.as_str().into(),
+            primary_kind: self.metadata.reconciles.clone(),
+            grant: self.grant.clone(),
+            uses_ray_head: self.metadata.uses_ray_head,
+            object,
+            host,
+            metrics,
+        }
+    }
+}
+
+/// The linker every plugin is instantiated with: WASI p2 (which a Rust guest always imports, backed by an
+/// empty context) and the kuberay:plugin interfaces.
+pub fn linker(engine: &Engine) -> wasmtime::Result<Linker<CallState>> {
+    let mut linker = Linker::new(engine);
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+    ReconcilePlugin::add_to_linker::<CallState, wasmtime::component::HasSelf<CallState>>(&mut linker, |s| s)?;
+    Ok(linker)
+}
+
+/// Compiles (or loads from the cache) and validates the component at `path`.
+pub async fn load(
+    engine: &Engine,
+    linker: &Linker<CallState>,
+    cache: &Arc<CompileCache>,
+    policy: &GrantPolicy,
+    path: &Path,
+    limits: CallLimits,
+    metrics: &Metrics,
+) -> Result<LoadedPlugin, LoadError> {
+    let wasm = tokio::fs::read(path).await.map_err(|source| LoadError::Read {
+        path: path.display().to_string(),
+        source,
+    })?;
+    let digest = sha256_hex(&wasm);
+    // Compiling takes a while and is CPU-bound: keep it off the runtime's threads.
+    let (component, source) = {
+        let (engine, cache, digest) = (engine.clone(), cache.clone(), digest.clone());
+        tokio::task::spawn_blocking(move || cache.load(&engine, &wasm, &digest))
+            .await
+            .map_err(|e| LoadError::Component(format!("the compile task failed: {e}")))?
+            .map_err(|e| LoadError::Component(e.to_string()))?
+    };
+    let instance_pre = linker
+        .instantiate_pre(&component)
+        .map_err(|e| LoadError::World(format!("{e:#}")))?;
+    let pre = ReconcilePluginPre::new(instance_pre).map_err(|e| LoadError::World(format!("{e:#}")))?;
+
+    // Metadata is asked with no host access at all: a plugin's description may not depend on the cluster.
+    let probe = CallContext {
+        plugin: path.display().to_string().into(),
+        primary_kind: Kind::new("", "", ""),
+        grant: Arc::new(Grant::default()),
+        uses_ray_head: false,
+        object: "(metadata)".into(),
+        host: Arc::new(super::host_api_denied::DeniedHost),
+        metrics: metrics.clone(),
+    };
+    let state = CallState::new(probe, limits.memory_bytes);
+    let raw = call::metadata(engine, &pre, state, limits)
+        .await
+        .map_err(|e| LoadError::Metadata(e.to_string()))?;
+    let metadata = convert_metadata(raw)?;
+    let grant = Arc::new(Grant::new(&metadata.name, &metadata.capabilities, policy));
+    Ok(LoadedPlugin {
+        metadata,
+        digest,
+        source,
+        grant,
+        pre,
+    })
+}
+
+fn kind(k: wit_types::Kind) -> Kind {
+    Kind {
+        group: k.group,
+        version: k.version,
+        kind: k.kind,
+    }
+}
+
+/// Checks what a plugin says about itself and converts it to the SDK's types.
+fn convert_metadata(m: wit_reconciler::PluginMetadata) -> Result<PluginMetadata, LoadError> {
+    let bad = |reason: String| Err(LoadError::InvalidMetadata(reason));
+    let valid_name = !m.name.is_empty()
+        && m.name.len() <= 63
+        && m.name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+    if !valid_name {
+        return bad(format!(
+            "plugin name {:?} must be 1-63 lowercase letters, digits or '-'",
+            m.name
+        ));
+    }
+    let mut parts = m.wit_version.split('.').map(str::parse::<u64>);
+    match (parts.next(), parts.next()) {
+        (Some(Ok(major)), Some(Ok(minor))) if major == WIT_VERSION.0 && minor <= WIT_VERSION.1 => {}
+        _ => {
+            return bad(format!(
+                "plugin {} was built against kuberay:plugin@{}; this host implements {}.{}",
+                m.name, m.wit_version, WIT_VERSION.0, WIT_VERSION.1
+            ));
+        }
+    }
+    let reconciles = kind(m.reconciles);
+    if reconciles.version.is_empty() || reconciles.kind.is_empty() {
+        return bad(format!("plugin {} does not name the kind it reconciles", m.name));
+    }
+    let verb = |v: wit_reconciler::Verb| match v {
+        wit_reconciler::Verb::Get => Verb::Get,
+        wit_reconciler::Verb::List => Verb::List,
+        wit_reconciler::Verb::Create => Verb::Create,
+        wit_reconciler::Verb::Apply => Verb::Apply,
+        wit_reconciler::Verb::ApplyStatus => Verb::ApplyStatus,
+        wit_reconciler::Verb::Delete => Verb::Delete,
+        wit_reconciler::Verb::Finalize => Verb::Finalize,
+        wit_reconciler::Verb::RecordEvent => Verb::RecordEvent,
+    };
+    Ok(PluginMetadata {
+        name: m.name,
+        version: m.version,
+        reconciles,
+        owns: m.owns.into_iter().map(kind).collect(),
+        capabilities: m
+            .capabilities
+            .into_iter()
+            .map(|c| Capability {
+                kind: kind(c.kind),
+                verbs: c.verbs.into_iter().map(verb).collect(),
+            })
+            .collect(),
+        finalizer: m.finalizer,
+        uses_ray_head: m.uses_ray_head,
+    })
+}

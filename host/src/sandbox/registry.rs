@@ -1,0 +1,333 @@
+//! The plugins of a directory, by the kind each reconciles, reloaded while the operator runs: a changed file
+//! is compiled and validated before it replaces the running version (calls in flight finish on the old
+//! one), a file that fails to load leaves the previous version in place, and a removed file makes its kind
+//! unavailable so that its objects are reported rather than silently ignored.
+
+use std::{
+    collections::HashMap,
+    path::{Path, PathBuf},
+    sync::{Arc, Mutex, RwLock},
+    time::SystemTime,
+};
+
+use kuberay_plugin_sdk::Kind;
+use wasmtime::{Engine, component::Linker};
+
+use super::{
+    call::{self, CallContext, CallFailure, CallLimits, CallState, Export},
+    compile_cache::CompileCache,
+    engine::{EpochTicker, engine},
+    grant::GrantPolicy,
+    host_api::HostApi,
+    plugin::{self, LoadError, LoadedPlugin},
+};
+use crate::metrics::{CallLabels, LoadLabels, Metrics};
+
+#[derive(Debug, Clone)]
+pub struct SandboxConfig {
+    pub cache_dir: Option<PathBuf>,
+    pub limits: CallLimits,
+    pub policy: GrantPolicy,
+}
+
+/// What serves a kind.
+#[derive(Clone)]
+pub enum PluginSlot {
+    Ready(Arc<LoadedPlugin>),
+    /// The plugin that served the kind is gone or broken.
+    Unavailable {
+        plugin: String,
+        reason: String,
+    },
+}
+
+struct FileState {
+    modified: Option<SystemTime>,
+    len: u64,
+    kind: Option<Kind>,
+}
+
+pub struct Sandbox {
+    engine: Engine,
+    linker: Linker<CallState>,
+    cache: Arc<CompileCache>,
+    config: SandboxConfig,
+    metrics: Metrics,
+    by_kind: RwLock<HashMap<Kind, PluginSlot>>,
+    files: Mutex<HashMap<PathBuf, FileState>>,
+    _ticker: EpochTicker,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error("setting up wasmtime: {0:#}")]
+    Wasmtime(wasmtime::Error),
+    #[error("reading the plugin directory {path}: {source}")]
+    Directory { path: String, source: std::io::Error },
+}
+
+/// What a scan changed.
+#[derive(Debug, Default)]
+pub struct ScanReport {
+    /// Kinds served by a plugin for the first time.
+    pub new_kinds: Vec<Kind>,
+    pub loaded: Vec<String>,
+    pub failed: Vec<(PathBuf, String)>,
+}
+
+impl Sandbox {
+    pub fn new(config: SandboxConfig, metrics: Metrics) -> Result<Arc<Self>, SandboxError> {
+        let engine = engine().map_err(SandboxError::Wasmtime)?;
+        let linker = plugin::linker(&engine).map_err(SandboxError::Wasmtime)?;
+        let cache = Arc::new(CompileCache::new(&engine, config.cache_dir.clone()));
+        let ticker = EpochTicker::start(&engine);
+        Ok(Arc::new(Self {
+            engine,
+            linker,
+            cache,
+            config,
+            metrics,
+            by_kind: RwLock::default(),
+            files: Mutex::default(),
+            _ticker: ticker,
+        }))
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    pub fn limits(&self) -> CallLimits {
+        self.config.limits
+    }
+
+    /// Loads one plugin file without registering it.
+    pub async fn load_file(&self, path: &Path) -> Result<LoadedPlugin, LoadError> {
+        plugin::load(
+            &self.engine,
+            &self.linker,
+            &self.cache,
+            &self.config.policy,
+            path,
+            self.config.limits,
+            &self.metrics,
+        )
+        .await
+    }
+
+    /// Loads new and changed `*.wasm` files of `dir` and retires removed ones.
+    pub async fn scan(&self, dir: &Path) -> Result<ScanReport, SandboxError> {
+        let mut report = ScanReport::default();
+        let mut present = Vec::new();
+        let entries = std::fs::read_dir(dir).map_err(|source| SandboxError::Directory {
+            path: dir.display().to_string(),
+            source,
+        })?;
+        let mut paths: Vec<PathBuf> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "wasm"))
+            .collect();
+        paths.sort();
+        for path in paths {
+            let Ok(meta) = std::fs::metadata(&path) else {
+                continue;
+            };
+            present.push(path.clone());
+            let (modified, len) = (meta.modified().ok(), meta.len());
+            let unchanged = self
+                .lock_files()
+                .get(&path)
+                .is_some_and(|f| f.modified == modified && f.len == len);
+            if unchanged {
+                continue;
+            }
+            let previous_kind = self.lock_files().get(&path).and_then(|f| f.kind.clone());
+            match self.load_file(&path).await {
+                Ok(plugin) => {
+                    let kind = plugin.metadata.reconciles.clone();
+                    if let Some(conflict) = self.conflicting_file(&kind, &path) {
+                        let reason = format!(
+                            "{kind} is already reconciled by the plugin in {}",
+                            conflict.display()
+                        );
+                        tracing::error!(path = %path.display(), "plugin not loaded: {reason}");
+                        report.failed.push((path.clone(), reason));
+                        self.lock_files().insert(
+                            path,
+                            FileState {
+                                modified,
+                                len,
+                                kind: None,
+                            },
+                        );
+                        continue;
+                    }
+                    self.register(&path, plugin, &mut report);
+                    self.lock_files().insert(
+                        path,
+                        FileState {
+                            modified,
+                            len,
+                            kind: Some(kind),
+                        },
+                    );
+                }
+                Err(e) => {
+                    let reason = e.to_string();
+                    match &previous_kind {
+                        Some(kind) => tracing::error!(
+                            path = %path.display(), %kind,
+                            "plugin update failed to load; the previous version keeps running: {reason}"
+                        ),
+                        None => tracing::error!(path = %path.display(), "plugin failed to load: {reason}"),
+                    }
+                    report.failed.push((path.clone(), reason));
+                    self.lock_files().insert(
+                        path,
+                        FileState {
+                            modified,
+                            len,
+                            kind: previous_kind,
+                        },
+                    );
+                }
+            }
+        }
+        self.retire_missing(&present);
+        self.metrics.plugins_loaded.set(self.ready_count() as i64);
+        Ok(report)
+    }
+
+    fn register(&self, path: &Path, plugin: LoadedPlugin, report: &mut ScanReport) {
+        let kind = plugin.metadata.reconciles.clone();
+        let name = plugin.metadata.name.clone();
+        self.metrics
+            .plugin_loads
+            .get_or_create(&LoadLabels {
+                plugin: name.clone(),
+                source: plugin.source.as_str().into(),
+            })
+            .inc();
+        tracing::info!(
+            plugin = %name, version = %plugin.metadata.version, %kind, path = %path.display(),
+            digest = %&plugin.digest[..12], source = plugin.source.as_str(), grant = ?plugin.grant.describe(),
+            withheld = ?plugin.grant.withheld, "plugin loaded"
+        );
+        let previous = self
+            .write_kinds()
+            .insert(kind.clone(), PluginSlot::Ready(Arc::new(plugin)));
+        if previous.is_none() {
+            report.new_kinds.push(kind);
+        }
+        report.loaded.push(name);
+    }
+
+    fn conflicting_file(&self, kind: &Kind, path: &Path) -> Option<PathBuf> {
+        self.lock_files()
+            .iter()
+            .find(|(p, f)| p.as_path() != path && f.kind.as_ref() == Some(kind))
+            .map(|(p, _)| p.clone())
+    }
+
+    fn retire_missing(&self, present: &[PathBuf]) {
+        let gone: Vec<(PathBuf, Option<Kind>)> = self
+            .lock_files()
+            .iter()
+            .filter(|(p, _)| !present.contains(p))
+            .map(|(p, f)| (p.clone(), f.kind.clone()))
+            .collect();
+        for (path, kind) in gone {
+            self.lock_files().remove(&path);
+            let Some(kind) = kind else { continue };
+            let mut kinds = self.write_kinds();
+            let plugin = match kinds.get(&kind) {
+                Some(PluginSlot::Ready(p)) => p.metadata.name.clone(),
+                Some(PluginSlot::Unavailable { plugin, .. }) => plugin.clone(),
+                None => continue,
+            };
+            tracing::error!(%plugin, %kind, path = %path.display(), "plugin file removed; its objects are no longer reconciled");
+            kinds.insert(
+                kind,
+                PluginSlot::Unavailable {
+                    plugin,
+                    reason: format!("the plugin file {} was removed", path.display()),
+                },
+            );
+        }
+    }
+
+    /// What serves `kind`, if anything ever did.
+    pub fn plugin_for(&self, kind: &Kind) -> Option<PluginSlot> {
+        self.by_kind
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(kind)
+            .cloned()
+    }
+
+    /// Every ready plugin.
+    pub fn plugins(&self) -> Vec<Arc<LoadedPlugin>> {
+        self.by_kind
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .values()
+            .filter_map(|s| match s {
+                PluginSlot::Ready(p) => Some(p.clone()),
+                PluginSlot::Unavailable { .. } => None,
+            })
+            .collect()
+    }
+
+    fn ready_count(&self) -> usize {
+        self.plugins().len()
+    }
+
+    /// Runs `reconcile` or `cleanup` of `plugin` for one object.
+    pub async fn call(
+        &self,
+        plugin: &LoadedPlugin,
+        context: CallContext,
+        export: Export,
+        object: String,
+        attempt: u32,
+    ) -> Result<Option<std::time::Duration>, CallFailure> {
+        let started = std::time::Instant::now();
+        let state = CallState::new(context, self.config.limits.memory_bytes);
+        let request = super::bindings::wit_reconciler::Request { object, attempt };
+        let result = call::call(
+            &self.engine,
+            plugin.pre(),
+            state,
+            export,
+            &request,
+            self.config.limits,
+        )
+        .await;
+        self.metrics
+            .plugin_call_duration
+            .get_or_create(&CallLabels {
+                plugin: plugin.metadata.name.clone(),
+                export: export.name().into(),
+            })
+            .observe(started.elapsed().as_secs_f64());
+        result
+    }
+
+    /// A context for calling `plugin` on behalf of `object` with `host`.
+    pub fn context(&self, plugin: &LoadedPlugin, object: String, host: Arc<dyn HostApi>) -> CallContext {
+        plugin.context(object, host, self.metrics.clone())
+    }
+
+    fn lock_files(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, FileState>> {
+        self.files
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn write_kinds(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<Kind, PluginSlot>> {
+        self.by_kind
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}

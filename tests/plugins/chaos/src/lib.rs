@@ -1,0 +1,134 @@
+//! A plugin that misbehaves on request, to prove the host contains it. It reconciles
+//! `testing.kuberay-wasm.io/v1` `Chaos` objects; `spec.behaviour` picks what it does:
+//!
+//! - `ok`: applies a ConfigMap `<name>-ok` and reports `status.observed`;
+//! - `loop`: spins forever;
+//! - `trap`: panics (a trap);
+//! - `oom`: allocates until it hits the memory limit;
+//! - `other-namespace`: creates a ConfigMap in the namespace named by `spec.target`;
+//! - `delete-unowned`: deletes the ConfigMap named by `spec.target`, which it does not own;
+//! - `secret`: reads the Secret named by `spec.target` (Secrets are withheld unless the operator allows it);
+//! - `ungranted`: lists ServiceAccounts, a kind it never asked for;
+//! - `garbage`: hands the host a create call that is not JSON;
+//! - `print`: writes lines to stdout and stderr.
+
+use kuberay_plugin_sdk::{
+    Capability, Host, HostError, Kind, Outcome, Plugin, PluginMetadata, ReconcileError, Request, Verb,
+    serde_json::{Value, json},
+};
+
+pub struct Chaos;
+
+fn config_maps() -> Kind {
+    Kind::new("", "v1", "ConfigMap")
+}
+
+fn chaos_kind() -> Kind {
+    Kind::new("testing.kuberay-wasm.io", "v1", "Chaos")
+}
+
+fn str_at<'a>(object: &'a Value, pointer: &str) -> &'a str {
+    object
+        .pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+impl Plugin for Chaos {
+    fn metadata() -> PluginMetadata {
+        PluginMetadata {
+            name: "chaos".into(),
+            version: "0.1.0".into(),
+            reconciles: chaos_kind(),
+            owns: vec![config_maps()],
+            capabilities: vec![
+                Capability::new(chaos_kind(), &[Verb::Get, Verb::ApplyStatus, Verb::RecordEvent]),
+                Capability::new(
+                    config_maps(),
+                    &[Verb::Get, Verb::List, Verb::Create, Verb::Apply, Verb::Delete],
+                ),
+                Capability::new(Kind::new("", "v1", "Secret"), &[Verb::Get]),
+            ],
+            finalizer: None,
+            uses_ray_head: false,
+        }
+    }
+
+    fn reconcile(host: &impl Host, request: Request) -> Result<Outcome, ReconcileError> {
+        let object = &request.object;
+        let name = str_at(object, "/metadata/name");
+        let target = str_at(object, "/spec/target");
+        match str_at(object, "/spec/behaviour") {
+            "ok" => {
+                let config_map = json!({
+                    "apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": format!("{name}-ok")},
+                    "data": {"owner": name},
+                });
+                host.apply(&config_map)?;
+                host.apply_status(&json!({"observed": "ok"}))?;
+                Ok(Outcome::done())
+            }
+            "loop" => {
+                let mut x: u64 = 0;
+                loop {
+                    x = std::hint::black_box(x.wrapping_add(1));
+                }
+            }
+            "trap" => panic!("chaos plugin asked to trap"),
+            "oom" => {
+                let mut hoard: Vec<Vec<u8>> = Vec::new();
+                loop {
+                    hoard.push(vec![1u8; 8 << 20]);
+                    std::hint::black_box(&hoard);
+                }
+            }
+            "other-namespace" => {
+                let escape = json!({
+                    "apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": format!("{name}-escape"), "namespace": target},
+                });
+                host.create(&escape)?;
+                Ok(Outcome::done())
+            }
+            "delete-unowned" => {
+                host.delete(&config_maps(), target, None)?;
+                Ok(Outcome::done())
+            }
+            "secret" => {
+                host.get(&Kind::new("", "v1", "Secret"), target)?;
+                Ok(Outcome::done())
+            }
+            "ungranted" => {
+                host.list(&Kind::new("", "v1", "ServiceAccount"), "")?;
+                Ok(Outcome::done())
+            }
+            "garbage" => Err(garbage().into()),
+            "print" => {
+                println!("chaos says hello on stdout");
+                eprintln!("chaos says hello on stderr");
+                Ok(Outcome::done())
+            }
+            other => Err(ReconcileError::InvalidObject(format!(
+                "unknown behaviour {other:?}"
+            ))),
+        }
+    }
+}
+
+/// Calls the host's create import with text that is not JSON, bypassing the SDK's typed API.
+#[cfg(target_arch = "wasm32")]
+fn garbage() -> HostError {
+    use kuberay_plugin_sdk::guest::kuberay::plugin::kubernetes;
+    match kubernetes::create("{ this is not json") {
+        Ok(_) => HostError::Internal("the host accepted garbage".into()),
+        Err(e) => HostError::Invalid(format!("{e:?}")),
+    }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn garbage() -> HostError {
+    HostError::Invalid("garbage is only sent from WebAssembly".into())
+}
+
+kuberay_plugin_sdk::export_plugin!(Chaos);
