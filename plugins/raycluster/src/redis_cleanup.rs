@@ -2,6 +2,10 @@
 //! finalizer holds the RayCluster while a Job deletes them. The head Pod must be gone first (a live GCS
 //! would keep writing), and a timeout releases the cluster if the Job never finishes, so a broken Redis
 //! cannot keep a namespace from being deleted forever.
+//!
+//! Unlike KubeRay, which watches the head Pod disappear, the plugin also waits out the head's grace period
+//! after the deletion: the host's read-your-writes overlay hides a Pod the plugin deleted even while it is
+//! still terminating.
 
 use std::{collections::BTreeMap, time::Duration};
 
@@ -31,6 +35,22 @@ const DEFAULT_DELETION_TIMEOUT: Duration = Duration::from_secs(300);
 const REQUEUE: Duration = Duration::from_secs(2);
 /// A head Pod takes much longer than 2 s to terminate.
 const HEAD_TERMINATION_REQUEUE: Duration = Duration::from_secs(10);
+/// Kubernetes' default `terminationGracePeriodSeconds`.
+const DEFAULT_GRACE_PERIOD_SECS: u64 = 30;
+const GRACE_MARGIN_SECS: u64 = 5;
+
+/// How long the head may take to stop after its deletion before the kubelet kills it.
+fn head_grace_period(cluster: &RayCluster) -> u64 {
+    cluster
+        .spec
+        .head_group_spec
+        .template
+        .spec
+        .as_ref()
+        .and_then(|s| s.termination_grace_period_seconds)
+        .and_then(|s| u64::try_from(s).ok())
+        .unwrap_or(DEFAULT_GRACE_PERIOD_SECS)
+}
 
 /// The Python that deletes the cluster's Redis keys; it logs in with `REDIS_USERNAME` only if the head
 /// had one.
@@ -166,8 +186,10 @@ pub fn cleanup<H: Host>(ctx: &Ctx<'_, H>) -> Result<Outcome, ReconcileError> {
         return remove_finalizer(ctx);
     }
     let name = &ctx.id.name;
-    pods::delete_all(ctx, &labels::head_pods(name)).map_err(|f| ReconcileError::Transient(f.message))?;
-    pods::delete_all(ctx, &labels::worker_pods(name)).map_err(|f| ReconcileError::Transient(f.message))?;
+    let deleted = pods::delete_all(ctx, &labels::head_pods(name))
+        .map_err(|f| ReconcileError::Transient(f.message))?
+        + pods::delete_all(ctx, &labels::worker_pods(name))
+            .map_err(|f| ReconcileError::Transient(f.message))?;
     let heads = ctx.list::<Pod>(&labels::head_pods(name))?;
     if let Some(head) = heads.first() {
         ctx.log(
@@ -179,30 +201,44 @@ pub fn cleanup<H: Host>(ctx: &Ctx<'_, H>) -> Result<Outcome, ReconcileError> {
         );
         return Ok(Outcome::requeue_after(HEAD_TERMINATION_REQUEUE));
     }
+    if deleted > 0 {
+        return Ok(Outcome::requeue_after(HEAD_TERMINATION_REQUEUE));
+    }
 
     let jobs = ctx.list::<Job>(&labels::redis_cleanup_jobs(name))?;
-    if let Some(deleted_at) = &cluster.metadata.deletion_timestamp {
-        let age = ctx
-            .host
-            .now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|now| now.as_secs())
-            .unwrap_or_default()
-            .saturating_sub(u64::try_from(deleted_at.0.as_second()).unwrap_or_default());
-        if age >= deletion_timeout(cluster).as_secs() {
-            ctx.host.remove_finalizer(finalizers::GCS_FT_REDIS_CLEANUP)?;
-            let storage_ns =
-                cluster::annotation(cluster, annotations::RAY_EXTERNAL_STORAGE_NAMESPACE).unwrap_or_default();
-            ctx.event(Event::warning(
-                reason::FORCE_DELETED_STUCK_CLUSTER,
-                action::CLEANUP,
-                format!(
-                    "Force-removed GCS FT finalizer after {age}s due to Redis cleanup timeout; Redis storage \
-                     namespace {storage_ns:?} may need manual cleanup"
-                ),
-            ));
-            return Ok(Outcome::done());
-        }
+    let now = ctx
+        .host
+        .now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|now| now.as_secs())
+        .unwrap_or_default();
+    let deleted_at = cluster
+        .metadata
+        .deletion_timestamp
+        .as_ref()
+        .map_or(now, |t| u64::try_from(t.0.as_second()).unwrap_or_default());
+    let age = now.saturating_sub(deleted_at);
+    if age >= deletion_timeout(cluster).as_secs() {
+        ctx.host.remove_finalizer(finalizers::GCS_FT_REDIS_CLEANUP)?;
+        let storage_ns =
+            cluster::annotation(cluster, annotations::RAY_EXTERNAL_STORAGE_NAMESPACE).unwrap_or_default();
+        ctx.event(Event::warning(
+            reason::FORCE_DELETED_STUCK_CLUSTER,
+            action::CLEANUP,
+            format!(
+                "Force-removed GCS FT finalizer after {age}s due to Redis cleanup timeout; Redis storage \
+                 namespace {storage_ns:?} may need manual cleanup"
+            ),
+        ));
+        return Ok(Outcome::done());
+    }
+    // The host hides Pods the plugin deleted until its cache drops them, so a head that is still shutting
+    // down can look gone. Its grace period bounds how long it can keep writing to Redis.
+    let settle_until = deleted_at + head_grace_period(cluster) + GRACE_MARGIN_SECS;
+    if jobs.is_empty() && now < settle_until {
+        return Ok(Outcome::requeue_after(Duration::from_secs(
+            (settle_until - now).max(2),
+        )));
     }
     if let Some(job) = jobs.first() {
         if finished(job) {

@@ -131,11 +131,25 @@ fn deletion_runs_the_redis_cleanup_job_then_releases_the_cluster() {
     reconcile(&host).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(host.writes(), []);
 
-    // Round 1: every Pod is deleted; the head is gone at once in the fake, so the Job follows.
+    // Round 1: every Pod is deleted; look again later.
     host.clear_writes();
     let outcome = cleanup(&host).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(deletes(&host).len(), 2);
     assert!(pods(&host).is_empty());
+    assert_eq!(outcome.requeue_after, secs(10));
+    assert!(host.objects(&job_kind()).is_empty());
+
+    // Round 2: the head looks gone, but its grace period (30 s) is not over: it may still write to Redis.
+    host.set_now(UNIX_EPOCH + Duration::from_secs(1_800_000_011));
+    host.clear_writes();
+    let outcome = cleanup(&host).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(host.writes(), []);
+    assert_eq!(outcome.requeue_after, secs(24));
+
+    // Round 3: the Job.
+    host.set_now(UNIX_EPOCH + Duration::from_secs(1_800_000_035));
+    host.clear_writes();
+    let outcome = cleanup(&host).unwrap_or_else(|e| panic!("{e}"));
     let jobs = host.objects(&job_kind());
     assert_eq!(jobs.len(), 1);
     assert_eq!(outcome.requeue_after, secs(2));
@@ -215,6 +229,8 @@ fn a_stuck_cleanup_is_abandoned_after_the_timeout() {
     settle(&host, 4);
     deleting(&host, 1_800_000_000);
     host.set_now(UNIX_EPOCH + Duration::from_secs(1_800_000_001));
+    cleanup(&host).unwrap_or_else(|e| panic!("{e}"));
+    host.set_now(UNIX_EPOCH + Duration::from_secs(1_800_000_040));
     cleanup(&host).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(host.objects(&job_kind()).len(), 1);
 
