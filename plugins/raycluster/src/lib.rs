@@ -16,6 +16,7 @@ pub mod context;
 pub mod gcs_ft;
 pub mod ingress;
 pub mod labels;
+pub mod multi_host;
 pub mod names;
 pub mod objects;
 pub mod pod;

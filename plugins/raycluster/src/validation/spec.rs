@@ -1,81 +1,12 @@
-//! KubeRay's admission rules for a RayCluster, checked before anything is created. An invalid cluster is
-//! reported with a Warning event and left alone until its spec changes. Rules about feature gates follow
-//! KubeRay's defaults: the alpha features (embedded GCS storage, NetworkPolicies, mTLS, the history
-//! server) are off, `RayJobDeletionPolicy` is on.
+//! KubeRay's `ValidateRayClusterSpec`: groups, autoscaling, authentication and the feature-gated options.
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Container;
-use kuberay_crds::{
-    AuthMode, GcsFaultToleranceBackend, RayCluster, RayClusterSpec,
-    constants::{annotations, conditions},
-};
+use kuberay_crds::{AuthMode, RayCluster, RayClusterSpec};
 
-use crate::{
-    cluster::{self, Creator},
-    consts::env,
-    pod::env::exists,
-    version::ray_version_at_least,
-};
-
-/// Longest cluster name: `-serve-svc`, the longest suffix, must still fit in 63 characters.
-pub const MAX_CLUSTER_NAME_LENGTH: usize = 53;
-
-pub fn validate_metadata(cluster: &RayCluster) -> Result<(), String> {
-    let name = cluster.metadata.name.as_deref().unwrap_or_default();
-    if name.len() > MAX_CLUSTER_NAME_LENGTH {
-        return Err(format!(
-            "RayCluster name should be no more than {MAX_CLUSTER_NAME_LENGTH} characters"
-        ));
-    }
-    if !is_dns1035_label(name) {
-        return Err(format!(
-            "RayCluster name should be a valid DNS1035 label: [a DNS-1035 label must consist of lower case \
-             alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric \
-             character (got {name:?})]"
-        ));
-    }
-    Ok(())
-}
-
-/// Suspending and Suspended together would leave the suspend state machine with no way forward.
-pub fn validate_status(cluster: &RayCluster) -> Result<(), String> {
-    let is_true = |t: &str| {
-        cluster
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .is_some_and(|c| c.iter().any(|c| c.type_ == t && c.status == "True"))
-    };
-    if is_true(conditions::RAY_CLUSTER_SUSPENDING) && is_true(conditions::RAY_CLUSTER_SUSPENDED) {
-        return Err(
-            "invalid RayCluster State: rayv1.RayClusterSuspending and rayv1.RayClusterSuspended \
-                    conditions should not be both true"
-                .into(),
-        );
-    }
-    Ok(())
-}
-
-/// `upgradeStrategy` is only for clusters users create directly; RayJob and RayService manage upgrades.
-pub fn validate_upgrade_options(cluster: &RayCluster) -> Result<(), String> {
-    if cluster
-        .spec
-        .upgrade_strategy
-        .as_ref()
-        .and_then(|u| u.type_)
-        .is_some()
-    {
-        let creator = Creator::of(cluster);
-        if creator != Creator::RayCluster {
-            return Err(format!(
-                "upgradeStrategy cannot be set when RayCluster is created by {}",
-                creator.as_str()
-            ));
-        }
-    }
-    Ok(())
-}
+use super::{env_set, env_value, fault_tolerance::validate_fault_tolerance, syntax};
+use crate::{cluster, consts::env, version::ray_version_at_least};
 
 fn has_resource_params(params: Option<&BTreeMap<String, String>>) -> bool {
     let set = |k: &str| params.and_then(|p| p.get(k)).is_some_and(|v| !v.is_empty());
@@ -100,10 +31,10 @@ fn validate_group_fields(
     }
     let mut errors = Vec::new();
     for (key, value) in group_labels.into_iter().flatten() {
-        if !is_qualified_name(key) {
+        if !syntax::is_qualified_name(key) {
             errors.push(format!("invalid label key for {group} group: '{key}'"));
         }
-        if !is_label_value(value) {
+        if !syntax::is_label_value(value) {
             errors.push(format!(
                 "invalid label value for key '{key}' in {group} group: '{value}'"
             ));
@@ -114,19 +45,6 @@ fn validate_group_fields(
     } else {
         Err(errors.join("; "))
     }
-}
-
-fn env_value<'a>(container: Option<&'a Container>, name: &str) -> Option<&'a str> {
-    container?
-        .env
-        .iter()
-        .flatten()
-        .find(|e| e.name == name)
-        .map(|e| e.value.as_deref().unwrap_or_default())
-}
-
-fn env_set(container: Option<&Container>, name: &str) -> bool {
-    container.is_some_and(|c| exists(c, name))
 }
 
 /// The rules of KubeRay's `ValidateRayClusterSpec`, in its order.
@@ -234,77 +152,6 @@ pub fn validate_spec(cluster: &RayCluster) -> Result<(), String> {
         validate_autoscaling(spec, head_container)?;
     }
     validate_options(spec)
-}
-
-fn validate_fault_tolerance(cluster: &RayCluster, head: Option<&Container>) -> Result<(), String> {
-    let spec = &cluster.spec;
-    let params = spec.head_group_spec.ray_start_params.as_ref();
-    let param = |k: &str| params.and_then(|p| p.get(k)).filter(|v| !v.is_empty());
-    let annotation = |k: &str| cluster::annotation(cluster, k).filter(|v| !v.is_empty());
-    if annotation(annotations::RAY_FT_ENABLED).is_some() && spec.gcs_fault_tolerance_options.is_some() {
-        return Err(format!(
-            "{} annotation and GcsFaultToleranceOptions are both set. Please use only GcsFaultToleranceOptions \
-             to configure GCS fault tolerance",
-            annotations::RAY_FT_ENABLED
-        ));
-    }
-    if !cluster::gcs_ft_enabled(cluster) && env_set(head, env::RAY_REDIS_ADDRESS) {
-        return Err(format!(
-            "{} is set which implicitly enables GCS fault tolerance, but GcsFaultToleranceOptions is not set. \
-             Please set GcsFaultToleranceOptions to enable GCS fault tolerance",
-            env::RAY_REDIS_ADDRESS
-        ));
-    }
-    if let Some(options) = &spec.gcs_fault_tolerance_options {
-        if param("redis-password").is_some() {
-            return Err(
-                "cannot set `redis-password` in rayStartParams when GcsFaultToleranceOptions is enabled - \
-                        use GcsFaultToleranceOptions.RedisPassword instead"
-                    .into(),
-            );
-        }
-        if env_set(head, env::REDIS_PASSWORD) {
-            return Err(
-                "cannot set `REDIS_PASSWORD` env var in head Pod when GcsFaultToleranceOptions is enabled - \
-                        use GcsFaultToleranceOptions.RedisPassword instead"
-                    .into(),
-            );
-        }
-        if env_set(head, env::RAY_REDIS_ADDRESS) {
-            return Err("cannot set `RAY_REDIS_ADDRESS` env var in head Pod when GcsFaultToleranceOptions is enabled - \
-                        use GcsFaultToleranceOptions.RedisAddress instead"
-                .into());
-        }
-        if annotation(annotations::RAY_EXTERNAL_STORAGE_NAMESPACE).is_some() {
-            return Err(
-                "cannot set `ray.io/external-storage-namespace` annotation when GcsFaultToleranceOptions is \
-                        enabled - use GcsFaultToleranceOptions.ExternalStorageNamespace instead"
-                    .into(),
-            );
-        }
-        if options.backend == Some(GcsFaultToleranceBackend::RocksDb) {
-            return Err(
-                "the embedded RocksDB GCS fault tolerance backend (GcsFaultToleranceOptions.Backend: \
-                        'rocksdb') requires the GCSFaultToleranceEmbeddedStorage feature gate to be enabled"
-                    .into(),
-            );
-        }
-        if options.storage.is_some() {
-            return Err(
-                "cannot set GcsFaultToleranceOptions.Storage when backend is 'redis' - it only applies to \
-                        the 'rocksdb' backend"
-                    .into(),
-            );
-        }
-    }
-    if param("redis-username").is_some() || env_set(head, env::REDIS_USERNAME) {
-        return Err(
-            "cannot set redis username in rayStartParams or environment variables - use \
-                    GcsFaultToleranceOptions.RedisUsername instead"
-                .into(),
-        );
-    }
-    Ok(())
 }
 
 fn validate_autoscaling(spec: &RayClusterSpec, head: Option<&Container>) -> Result<(), String> {
@@ -427,82 +274,4 @@ fn validate_options(spec: &RayClusterSpec) -> Result<(), String> {
         return Err("spec.tlsOptions requires the RayClusterMTLS feature gate to be enabled".into());
     }
     Ok(())
-}
-
-/// The autoscaler v1 restarts failed workers through Kubernetes only if they cannot restart in place;
-/// KubeRay warns (without refusing) when a group's restart policy is anything but `Never`.
-pub fn autoscaler_v1_restart_policy_warning(spec: &RayClusterSpec) -> Option<String> {
-    if !(cluster::autoscaling(spec)
-        && cluster::autoscaler_version(spec) == Some(kuberay_crds::AutoscalerVersion::V1))
-    {
-        return None;
-    }
-    let groups: Vec<&str> = spec
-        .worker_group_specs
-        .iter()
-        .flatten()
-        .filter(|g| {
-            g.template
-                .spec
-                .as_ref()
-                .and_then(|s| s.restart_policy.as_deref())
-                .is_some_and(|p| !p.is_empty() && p != "Never")
-        })
-        .map(|g| g.group_name.as_str())
-        .collect();
-    (!groups.is_empty()).then(|| {
-        format!(
-            "restartPolicy for worker groups [{}] should be Never or unset when using autoscaler V1",
-            groups.join(", ")
-        )
-    })
-}
-
-fn is_dns1035_label(s: &str) -> bool {
-    let bytes = s.as_bytes();
-    !bytes.is_empty()
-        && bytes.len() <= 63
-        && bytes[0].is_ascii_lowercase()
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
-        && bytes
-            .last()
-            .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-}
-
-fn is_label_name(s: &str) -> bool {
-    let bytes = s.as_bytes();
-    !bytes.is_empty()
-        && bytes.len() <= 63
-        && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
-        && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-}
-
-fn is_dns1123_subdomain(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 253
-        && s.split('.').all(|part| {
-            let bytes = part.as_bytes();
-            !bytes.is_empty()
-                && bytes
-                    .iter()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
-                && bytes.first().is_some_and(|b| b.is_ascii_alphanumeric())
-                && bytes.last().is_some_and(|b| b.is_ascii_alphanumeric())
-        })
-}
-
-fn is_qualified_name(s: &str) -> bool {
-    match s.split_once('/') {
-        Some((prefix, name)) => is_dns1123_subdomain(prefix) && is_label_name(name),
-        None => is_label_name(s),
-    }
-}
-
-fn is_label_value(s: &str) -> bool {
-    s.is_empty() || is_label_name(s)
 }

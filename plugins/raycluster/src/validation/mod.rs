@@ -1,0 +1,119 @@
+//! KubeRay's admission rules for a RayCluster, checked before anything is created. An invalid cluster is
+//! reported with a Warning event and left alone until its spec changes. Rules about feature gates follow
+//! KubeRay's defaults: the alpha features (embedded GCS storage, NetworkPolicies, mTLS, the history
+//! server) are off, `RayJobDeletionPolicy` is on.
+
+mod fault_tolerance;
+mod spec;
+mod syntax;
+
+use k8s_openapi::api::core::v1::Container;
+use kuberay_crds::{RayCluster, RayClusterSpec, constants::conditions};
+
+pub use spec::validate_spec;
+
+use crate::{
+    cluster::{self, Creator},
+    pod::env::exists,
+};
+
+/// Longest cluster name: `-serve-svc`, the longest suffix, must still fit in 63 characters.
+pub const MAX_CLUSTER_NAME_LENGTH: usize = 53;
+
+pub fn validate_metadata(cluster: &RayCluster) -> Result<(), String> {
+    let name = cluster.metadata.name.as_deref().unwrap_or_default();
+    if name.len() > MAX_CLUSTER_NAME_LENGTH {
+        return Err(format!(
+            "RayCluster name should be no more than {MAX_CLUSTER_NAME_LENGTH} characters"
+        ));
+    }
+    if !syntax::is_dns1035_label(name) {
+        return Err(format!(
+            "RayCluster name should be a valid DNS1035 label: [a DNS-1035 label must consist of lower case \
+             alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric \
+             character (got {name:?})]"
+        ));
+    }
+    Ok(())
+}
+
+/// Suspending and Suspended together would leave the suspend state machine with no way forward.
+pub fn validate_status(cluster: &RayCluster) -> Result<(), String> {
+    let is_true = |t: &str| {
+        cluster
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|c| c.iter().any(|c| c.type_ == t && c.status == "True"))
+    };
+    if is_true(conditions::RAY_CLUSTER_SUSPENDING) && is_true(conditions::RAY_CLUSTER_SUSPENDED) {
+        return Err(
+            "invalid RayCluster State: rayv1.RayClusterSuspending and rayv1.RayClusterSuspended \
+                    conditions should not be both true"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
+/// `upgradeStrategy` is only for clusters users create directly; RayJob and RayService manage upgrades.
+pub fn validate_upgrade_options(cluster: &RayCluster) -> Result<(), String> {
+    if cluster
+        .spec
+        .upgrade_strategy
+        .as_ref()
+        .and_then(|u| u.type_)
+        .is_some()
+    {
+        let creator = Creator::of(cluster);
+        if creator != Creator::RayCluster {
+            return Err(format!(
+                "upgradeStrategy cannot be set when RayCluster is created by {}",
+                creator.as_str()
+            ));
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn env_value<'a>(container: Option<&'a Container>, name: &str) -> Option<&'a str> {
+    container?
+        .env
+        .iter()
+        .flatten()
+        .find(|e| e.name == name)
+        .map(|e| e.value.as_deref().unwrap_or_default())
+}
+
+pub(crate) fn env_set(container: Option<&Container>, name: &str) -> bool {
+    container.is_some_and(|c| exists(c, name))
+}
+
+/// The autoscaler v1 restarts failed workers through Kubernetes only if they cannot restart in place;
+/// KubeRay warns (without refusing) when a group's restart policy is anything but `Never`.
+pub fn autoscaler_v1_restart_policy_warning(spec: &RayClusterSpec) -> Option<String> {
+    if !(cluster::autoscaling(spec)
+        && cluster::autoscaler_version(spec) == Some(kuberay_crds::AutoscalerVersion::V1))
+    {
+        return None;
+    }
+    let groups: Vec<&str> = spec
+        .worker_group_specs
+        .iter()
+        .flatten()
+        .filter(|g| {
+            g.template
+                .spec
+                .as_ref()
+                .and_then(|s| s.restart_policy.as_deref())
+                .is_some_and(|p| !p.is_empty() && p != "Never")
+        })
+        .map(|g| g.group_name.as_str())
+        .collect();
+    (!groups.is_empty()).then(|| {
+        format!(
+            "restartPolicy for worker groups [{}] should be Never or unset when using autoscaler V1",
+            groups.join(", ")
+        )
+    })
+}
