@@ -36,6 +36,13 @@ fn credential(name: &str, credential: &RedisCredential) -> EnvVar {
     }
 }
 
+fn annotate(template: &mut PodTemplateSpec, key: &str, value: &str) {
+    crate::pod::meta_mut(template)
+        .annotations
+        .get_or_insert_with(BTreeMap::new)
+        .insert(key.into(), value.into());
+}
+
 /// Adds the fault-tolerance settings to a prepared template (and `--redis-*` start parameters).
 pub fn configure(
     template: &mut PodTemplateSpec,
@@ -45,11 +52,8 @@ pub fn configure(
     params: &mut Params,
 ) -> Result<(), BuildError> {
     let enabled = cluster::gcs_ft_enabled(cluster);
-    let pod_annotations = crate::pod::meta_mut(template)
-        .annotations
-        .get_or_insert_with(BTreeMap::new);
     if node == NodeType::Head {
-        pod_annotations.insert(annotations::RAY_FT_ENABLED.into(), enabled.to_string());
+        annotate(template, annotations::RAY_FT_ENABLED, &enabled.to_string());
     }
     if !enabled {
         return Ok(());
@@ -68,10 +72,7 @@ pub fn configure(
         return Ok(());
     }
     let storage_ns = storage_namespace(cluster, id);
-    pod_annotations.insert(
-        annotations::RAY_EXTERNAL_STORAGE_NAMESPACE.into(),
-        storage_ns.clone(),
-    );
+    annotate(template, annotations::RAY_EXTERNAL_STORAGE_NAMESPACE, &storage_ns);
     let options = cluster.spec.gcs_fault_tolerance_options.as_ref();
     let ray = ray_container(template)?;
     env::push_if_absent(ray, env::value(env_names::RAY_EXTERNAL_STORAGE_NS, &storage_ns));

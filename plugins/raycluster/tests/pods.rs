@@ -162,9 +162,8 @@ fn worker_pod_command_env_and_init_container() {
     );
     assert_eq!(label(worker, "ray.io/worker-group-replica-index"), Some("0"));
     assert!(
-        worker["metadata"]["annotations"]
-            .get("ray.io/ft-enabled")
-            .is_none()
+        worker["metadata"].get("annotations").is_none(),
+        "no annotation is added to workers"
     );
     let ray = &worker["spec"]["containers"][0];
     assert_eq!(
