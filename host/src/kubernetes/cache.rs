@@ -142,19 +142,16 @@ impl Caches {
             .map(|e| e.store.clone())
     }
 
-    /// A stream of every object of `kind` in `scope` that changes or goes away, from now on.
-    pub fn subscribe(
-        &self,
-        kind: &Kind,
-        scope: &Option<String>,
-    ) -> mpsc::UnboundedReceiver<Arc<DynamicObject>> {
+    /// A stream of every object of `kind` in `scope`: first those already cached, then every one that
+    /// changes or goes away. (An object may come twice around the moment of subscribing; consumers are
+    /// idempotent.)
+    pub fn subscribe(&self, kind: &Kind, scope: &Option<String>) -> mpsc::UnboundedReceiver<Arc<DynamicObject>> {
         let (tx, rx) = mpsc::unbounded_channel();
         if let Some(entry) = self.lock().get(&(kind.clone(), scope.clone())) {
-            entry
-                .subscribers
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .push(tx);
+            entry.subscribers.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(tx.clone());
+            for object in entry.store.state() {
+                let _ = tx.send(object);
+            }
         }
         rx
     }
