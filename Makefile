@@ -66,9 +66,11 @@ fmt-check:
 lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
-# The test binaries start their own control plane (or use a running `make cluster`); the supervisor binary
-# they launch is built first. Afterwards nothing may be left behind but a running `make cluster`.
+# kuberay-crds must keep building for the plugins' target with its default features. The test binaries start
+# their own control plane (or use a running `make cluster`); the supervisor binary they launch is built first.
+# Afterwards nothing may be left behind but a running `make cluster`.
 test: tools fmt-check lint
+	$(CARGO) check -p kuberay-crds --target wasm32-wasip2
 	$(CARGO) build --workspace --all-targets
 	$(CARGO) test --workspace
 	$(TESTENV) leftovers --wait 60

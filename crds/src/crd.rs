@@ -1,11 +1,11 @@
 //! The CustomResourceDefinitions of the four kinds, rendered from the Rust types (feature `schema`).
 //!
 //! schemars describes the types; this module turns that description into what the API server accepts and
-//! what KubeRay's CRDs contain: every `$ref` inlined, no descriptions (KubeRay's CRDs have none either, and
-//! with Kubernetes' descriptions the RayJob CRD would outgrow what etcd stores in one object), optional
+//! what KubeRay's CRDs contain: every `$ref` inlined, no descriptions (KubeRay's CRDs have none either: the
+//! three Pod templates in a RayJob's schema would carry Kubernetes' documentation three times), optional
 //! fields without `null`, and the Kubernetes types corrected where `k8s-openapi`'s schemas are looser than
-//! the API server's own (see [`kubernetes`]). The result is checked to be a structural schema before it is
-//! returned, so a type that cannot be expressed fails here rather than at `kubectl apply`.
+//! the API server's own (`src/crd/kubernetes.rs`). The result is checked to be a structural schema before
+//! it is returned, so a type that cannot be expressed fails here rather than at `kubectl apply`.
 
 mod kubernetes;
 mod schema;

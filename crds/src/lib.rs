@@ -25,7 +25,7 @@
 //! # Features
 //!
 //! - default: the types only (serde, serde_json and k8s-openapi); builds for `wasm32-wasip2`.
-//! - `schema`: `schemars::JsonSchema` for every type and [`crd`], which renders the CRDs; the `crdgen`
+//! - `schema`: `schemars::JsonSchema` for every type and the module `crd`, which renders the CRDs; the `crdgen`
 //!   binary (`make crds`) writes them to `crds/`.
 
 #[macro_use]

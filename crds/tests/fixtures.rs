@@ -175,3 +175,19 @@ fn open_enums_keep_unknown_values() {
     assert!(JobStatus::from("STOPPED").is_terminal());
     assert!(!JobStatus::from("RUNNING").is_terminal());
 }
+
+#[test]
+fn list_responses_read_with_k8s_openapi_list() {
+    let list = serde_json::json!({
+        "apiVersion": "ray.io/v1", "kind": "RayClusterList", "metadata": {"resourceVersion": "7"},
+        "items": [{
+            "apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "a"},
+            "spec": {"headGroupSpec": {"template": {}}},
+            "status": {"state": "ready", "desiredCPU": "2", "head": {"podIP": "10.0.0.1"}},
+        }],
+    });
+    let list: k8s_openapi::List<RayCluster> = serde_json::from_value(list).unwrap();
+    let status = list.items[0].status.as_ref().unwrap();
+    assert_eq!(status.state, Some(kuberay_crds::ClusterState::Ready));
+    assert_eq!(status.head.as_ref().unwrap().pod_ip.as_deref(), Some("10.0.0.1"));
+}
