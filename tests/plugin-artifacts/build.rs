@@ -11,25 +11,48 @@ use std::{
 
 /// (package, library name, exported variable)
 const PLUGINS: &[(&str, &str, &str)] = &[
-    ("kuberay-plugin-raycluster", "kuberay_plugin_raycluster", "KUBERAY_PLUGIN_RAYCLUSTER"),
-    ("kuberay-test-plugin-chaos", "kuberay_test_plugin_chaos", "KUBERAY_PLUGIN_CHAOS"),
+    (
+        "kuberay-plugin-raycluster",
+        "kuberay_plugin_raycluster",
+        "KUBERAY_PLUGIN_RAYCLUSTER",
+    ),
+    (
+        "kuberay-test-plugin-chaos",
+        "kuberay_test_plugin_chaos",
+        "KUBERAY_PLUGIN_CHAOS",
+    ),
 ];
 
 fn main() {
     let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
     let root = manifest.join("../..");
     let target = root.join("target/guest");
-    for watched in ["plugins", "tests/plugins", "wit", "crds/src", "crds/Cargo.toml", "Cargo.lock"] {
+    for watched in [
+        "plugins",
+        "tests/plugins",
+        "wit",
+        "crds/src",
+        "crds/Cargo.toml",
+        "Cargo.lock",
+    ] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
     let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut command = Command::new(cargo);
-    command.current_dir(&root).args(["build", "--release", "--target", "wasm32-wasip2"]);
+    command
+        .current_dir(&root)
+        .args(["build", "--release", "--target", "wasm32-wasip2"]);
     for (package, _, _) in PLUGINS {
         command.args(["-p", package]);
     }
     // The outer build's flags and target directory are for the host; the guests get their own.
-    for var in ["CARGO_ENCODED_RUSTFLAGS", "RUSTFLAGS", "CARGO_BUILD_RUSTFLAGS", "CARGO_TARGET_DIR", "CARGO_BUILD_TARGET"] {
+    for var in [
+        "CARGO_ENCODED_RUSTFLAGS",
+        "RUSTFLAGS",
+        "CARGO_BUILD_RUSTFLAGS",
+        "CARGO_TARGET_DIR",
+        "CARGO_BUILD_TARGET",
+    ] {
         command.env_remove(var);
     }
     command.env("CARGO_TARGET_DIR", &target);

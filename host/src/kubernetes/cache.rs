@@ -145,10 +145,18 @@ impl Caches {
     /// A stream of every object of `kind` in `scope`: first those already cached, then every one that
     /// changes or goes away. (An object may come twice around the moment of subscribing; consumers are
     /// idempotent.)
-    pub fn subscribe(&self, kind: &Kind, scope: &Option<String>) -> mpsc::UnboundedReceiver<Arc<DynamicObject>> {
+    pub fn subscribe(
+        &self,
+        kind: &Kind,
+        scope: &Option<String>,
+    ) -> mpsc::UnboundedReceiver<Arc<DynamicObject>> {
         let (tx, rx) = mpsc::unbounded_channel();
         if let Some(entry) = self.lock().get(&(kind.clone(), scope.clone())) {
-            entry.subscribers.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(tx.clone());
+            entry
+                .subscribers
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(tx.clone());
             for object in entry.store.state() {
                 let _ = tx.send(object);
             }

@@ -2,7 +2,11 @@
 //! binary, one module per capability. Each test runs its own operator in-process, watching only the
 //! namespace it created.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "a test fails loudly on any unexpected error")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails loudly on any unexpected error"
+)]
 
 mod compile_cache;
 mod containment;

@@ -11,21 +11,44 @@ use kube::{
 use kuberay_testenv::annotations;
 use serde_json::json;
 
-use crate::support::{OperatorOptions, apply_manifest, env, eventually, namespace, pods, rayclusters, ready_cluster, sample, start_operator};
+use crate::support::{
+    OperatorOptions, apply_manifest, env, eventually, namespace, pods, rayclusters, ready_cluster, sample,
+    start_operator,
+};
 
 const NAME: &str = "raycluster-kuberay";
 const WORKERS: &str = "ray.io/cluster=raycluster-kuberay,ray.io/node-type=worker";
 
-async fn patch_spec(client: &kube::Client, ns: &kuberay_testenv::TestNamespace, name: &str, patch: serde_json::Value) {
-    rayclusters(client, ns).patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+async fn patch_spec(
+    client: &kube::Client,
+    ns: &kuberay_testenv::TestNamespace,
+    name: &str,
+    patch: serde_json::Value,
+) {
+    rayclusters(client, ns)
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
 }
 
-async fn wait_for_workers(client: &kube::Client, ns: &kuberay_testenv::TestNamespace, selector: &str, count: usize) -> Vec<Pod> {
-    eventually(&format!("{count} running workers"), Duration::from_secs(90), || async {
-        let workers = pods(client, ns, selector).await;
-        let running = workers.iter().filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")).count();
-        (workers.len() == count && running == count).then_some(workers)
-    })
+async fn wait_for_workers(
+    client: &kube::Client,
+    ns: &kuberay_testenv::TestNamespace,
+    selector: &str,
+    count: usize,
+) -> Vec<Pod> {
+    eventually(
+        &format!("{count} running workers"),
+        Duration::from_secs(90),
+        || async {
+            let workers = pods(client, ns, selector).await;
+            let running = workers
+                .iter()
+                .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+                .count();
+            (workers.len() == count && running == count).then_some(workers)
+        },
+    )
     .await
 }
 
@@ -72,11 +95,20 @@ async fn workers_scale_up_down_and_by_name_and_are_replaced_when_killed() {
     // A failed worker is deleted and replaced.
     let failed = name_of(&replaced[0]);
     let patch = json!({"metadata": {"annotations": {annotations::FAIL: "simulated node failure"}}});
-    api.patch(&failed, &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
-    eventually("the failed worker to be replaced", Duration::from_secs(60), || async {
-        let workers = pods(&client, &ns, WORKERS).await;
-        (workers.len() == 1 && name_of(&workers[0]) != failed && api.get_opt(&failed).await.ok()?.is_none()).then_some(())
-    })
+    api.patch(&failed, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    eventually(
+        "the failed worker to be replaced",
+        Duration::from_secs(60),
+        || async {
+            let workers = pods(&client, &ns, WORKERS).await;
+            (workers.len() == 1
+                && name_of(&workers[0]) != failed
+                && api.get_opt(&failed).await.ok()?.is_none())
+            .then_some(())
+        },
+    )
     .await;
     ready_cluster(&client, &ns, NAME).await;
     operator.stop().await;
@@ -99,17 +131,28 @@ async fn scaling_from_zero_to_fifty_creates_exactly_fifty_pods() {
         },
     });
     rayclusters(&client, &ns)
-        .patch("wide", &PatchParams::apply("kuberay-wasm-tests"), &Patch::Apply(&cluster))
+        .patch(
+            "wide",
+            &PatchParams::apply("kuberay-wasm-tests"),
+            &Patch::Apply(&cluster),
+        )
         .await
         .unwrap();
     ready_cluster(&client, &ns, "wide").await;
-    let creates_before = operator.metric("kuberay_wasm_api_writes_total", &["verb=\"create\"", "result=\"written\""]);
+    let creates_before = operator.metric(
+        "kuberay_wasm_api_writes_total",
+        &["verb=\"create\"", "result=\"written\""],
+    );
     assert_eq!(creates_before, 1.0, "only the head Pod so far");
 
     let mut scaled = cluster.clone();
     scaled["spec"]["workerGroupSpecs"][0]["replicas"] = json!(50);
     rayclusters(&client, &ns)
-        .patch("wide", &PatchParams::apply("kuberay-wasm-tests"), &Patch::Apply(&scaled))
+        .patch(
+            "wide",
+            &PatchParams::apply("kuberay-wasm-tests"),
+            &Patch::Apply(&scaled),
+        )
         .await
         .unwrap();
     wait_for_workers(&client, &ns, "ray.io/cluster=wide,ray.io/group=wide", 50).await;
@@ -117,8 +160,20 @@ async fn scaling_from_zero_to_fifty_creates_exactly_fifty_pods() {
     assert_eq!(cluster["status"]["readyWorkerReplicas"], 50);
     // Every reconcile triggered by 50 Pod creations saw the Pods created before it: not one extra Pod.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    assert_eq!(pods(&client, &ns, "ray.io/cluster=wide,ray.io/group=wide").await.len(), 50);
-    let creates = operator.metric("kuberay_wasm_api_writes_total", &["verb=\"create\"", "result=\"written\""]);
-    assert_eq!(creates - creates_before, 50.0, "Pods created for a scale from 0 to 50");
+    assert_eq!(
+        pods(&client, &ns, "ray.io/cluster=wide,ray.io/group=wide")
+            .await
+            .len(),
+        50
+    );
+    let creates = operator.metric(
+        "kuberay_wasm_api_writes_total",
+        &["verb=\"create\"", "result=\"written\""],
+    );
+    assert_eq!(
+        creates - creates_before,
+        50.0,
+        "Pods created for a scale from 0 to 50"
+    );
     operator.stop().await;
 }

@@ -12,7 +12,11 @@ use crate::support::{OperatorOptions, env, eventually, install_plugin, namespace
 
 fn chaos_api(client: &kube::Client, ns: &str) -> Api<DynamicObject> {
     let gvk = GroupVersionKind::gvk("testing.kuberay-wasm.io", "v1", "Chaos");
-    Api::namespaced_with(client.clone(), ns, &ApiResource::from_gvk_with_plural(&gvk, "chaos"))
+    Api::namespaced_with(
+        client.clone(),
+        ns,
+        &ApiResource::from_gvk_with_plural(&gvk, "chaos"),
+    )
 }
 
 async fn create_ok(api: &Api<DynamicObject>, name: &str) {
@@ -25,15 +29,23 @@ async fn create_ok(api: &Api<DynamicObject>, name: &str) {
 }
 
 async fn observed(api: &Api<DynamicObject>, name: &str) {
-    eventually(&format!("{name} to be reconciled"), Duration::from_secs(60), || async {
-        let object = serde_json::to_value(api.get(name).await.ok()?).ok()?;
-        (object["status"]["observed"] == "ok").then_some(())
-    })
+    eventually(
+        &format!("{name} to be reconciled"),
+        Duration::from_secs(60),
+        || async {
+            let object = serde_json::to_value(api.get(name).await.ok()?).ok()?;
+            (object["status"]["observed"] == "ok").then_some(())
+        },
+    )
     .await;
 }
 
 fn reconciled_reason(object: &Value) -> Option<String> {
-    object["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == "Reconciled").and_then(|c| c["reason"].as_str().map(str::to_string))
+    object["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == "Reconciled")
+        .and_then(|c| c["reason"].as_str().map(str::to_string))
 }
 
 #[tokio::test]
@@ -45,7 +57,10 @@ async fn plugins_are_added_replaced_and_removed_while_the_operator_runs() {
     let operator = start_operator(
         env,
         &ns,
-        OperatorOptions { reload: Some(Duration::from_millis(300)), ..OperatorOptions::default() },
+        OperatorOptions {
+            reload: Some(Duration::from_millis(300)),
+            ..OperatorOptions::default()
+        },
     )
     .await;
     let api = chaos_api(&client, ns.name());

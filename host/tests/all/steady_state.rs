@@ -9,7 +9,10 @@ use kube::{
 };
 use serde_json::json;
 
-use crate::support::{OperatorOptions, apply_manifest, env, eventually, namespace, pods, rayclusters, ready_cluster, sample, start_operator};
+use crate::support::{
+    OperatorOptions, apply_manifest, env, eventually, namespace, pods, rayclusters, ready_cluster, sample,
+    start_operator,
+};
 
 #[tokio::test]
 async fn a_steady_state_reconcile_makes_no_write() {
@@ -39,23 +42,39 @@ async fn a_steady_state_reconcile_makes_no_write() {
     // Touch the cluster's labels and a Pod it owns: both queue reconciles that find nothing to do.
     let clusters = rayclusters(&client, &ns);
     clusters
-        .patch("raycluster-kuberay", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"touched": "1"}}})))
+        .patch(
+            "raycluster-kuberay",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"touched": "1"}}})),
+        )
         .await
         .unwrap();
     let touched = clusters.get("raycluster-kuberay").await.unwrap();
     let pod_api: Api<Pod> = Api::namespaced(client.clone(), ns.name());
     let worker = pods(&client, &ns, "ray.io/node-type=worker").await.remove(0);
     pod_api
-        .patch(worker.metadata.name.as_deref().unwrap(), &PatchParams::default(), &Patch::Merge(json!({"metadata": {"annotations": {"touched": "1"}}})))
+        .patch(
+            worker.metadata.name.as_deref().unwrap(),
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {"touched": "1"}}})),
+        )
         .await
         .unwrap();
     eventually("two more reconciles", Duration::from_secs(30), || async {
-        (operator.metric("kuberay_wasm_reconciles_total", &["result=\"success\""]) >= reconciles_before + 2.0).then_some(())
+        (operator.metric("kuberay_wasm_reconciles_total", &["result=\"success\""]) >= reconciles_before + 2.0)
+            .then_some(())
     })
     .await;
     tokio::time::sleep(Duration::from_secs(1)).await;
-    assert_eq!(written(), writes_before, "a steady-state reconcile wrote to the API server");
+    assert_eq!(
+        written(),
+        writes_before,
+        "a steady-state reconcile wrote to the API server"
+    );
     let after = clusters.get("raycluster-kuberay").await.unwrap();
-    assert_eq!(after.metadata.resource_version, touched.metadata.resource_version, "the RayCluster changed");
+    assert_eq!(
+        after.metadata.resource_version, touched.metadata.resource_version,
+        "the RayCluster changed"
+    );
     operator.stop().await;
 }

@@ -23,7 +23,10 @@ pub async fn env() -> &'static TestEnv {
     LOGS.call_once(|| {
         let filter = tracing_subscriber::EnvFilter::try_from_env("TEST_LOG")
             .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,kube_runtime=error"));
-        let _ = tracing_subscriber::fmt().with_env_filter(filter).with_test_writer().try_init();
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_test_writer()
+            .try_init();
     });
     let env = match TestEnv::shared().await {
         Ok(env) => env,
@@ -35,7 +38,9 @@ pub async fn env() -> &'static TestEnv {
 
 /// A namespace whose Ray head Pods run the fake head.
 pub async fn namespace(env: &TestEnv, prefix: &str) -> TestNamespace {
-    env.namespace_with(prefix, Some(HeadMode::Fake)).await.expect("creating a test namespace")
+    env.namespace_with(prefix, Some(HeadMode::Fake))
+        .await
+        .expect("creating a test namespace")
 }
 
 /// An operator running in this test's runtime.
@@ -71,7 +76,9 @@ fn scratch_dir(what: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!(
         "kuberay-wasm-test-{what}-{}-{}",
         std::process::id(),
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
     ));
     std::fs::create_dir_all(&dir).expect("creating a scratch directory");
     dir
@@ -115,7 +122,13 @@ pub async fn start_operator(env: &TestEnv, ns: &TestNamespace, options: Operator
             panic!("operator failed: {e}");
         }
     });
-    Operator { metrics, plugins_dir, cache_dir, stop: Some(stop), task: Some(task) }
+    Operator {
+        metrics,
+        plugins_dir,
+        cache_dir,
+        stop: Some(stop),
+        task: Some(task),
+    }
 }
 
 impl Operator {
@@ -159,14 +172,21 @@ where
         if let Some(value) = check().await {
             return value;
         }
-        assert!(tokio::time::Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}"
+        );
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }
 
 pub fn ray_api(client: &Client, ns: &TestNamespace, kind: &str, plural: &str) -> Api<DynamicObject> {
     let gvk = GroupVersionKind::gvk("ray.io", "v1", kind);
-    Api::namespaced_with(client.clone(), ns.name(), &ApiResource::from_gvk_with_plural(&gvk, plural))
+    Api::namespaced_with(
+        client.clone(),
+        ns.name(),
+        &ApiResource::from_gvk_with_plural(&gvk, plural),
+    )
 }
 
 pub fn rayclusters(client: &Client, ns: &TestNamespace) -> Api<DynamicObject> {
@@ -177,7 +197,10 @@ pub fn rayclusters(client: &Client, ns: &TestNamespace) -> Api<DynamicObject> {
 pub async fn apply_manifest(client: &Client, ns: &TestNamespace, path: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(path).expect("reading a manifest");
     let mut applied = Vec::new();
-    let discovery = kube::Discovery::new(client.clone()).run().await.expect("API discovery");
+    let discovery = kube::Discovery::new(client.clone())
+        .run()
+        .await
+        .expect("API discovery");
     for doc in serde_yaml::Deserializer::from_str(&text) {
         let value: Value = serde::Deserialize::deserialize(doc).expect("a YAML document");
         if value.is_null() {
@@ -189,32 +212,46 @@ pub async fn apply_manifest(client: &Client, ns: &TestNamespace, path: &Path) ->
         let (resource, _) = discovery.resolve_gvk(&gvk).expect("a served kind");
         let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns.name(), &resource);
         let name = object.metadata.name.clone().expect("a named object");
-        api.patch(&name, &PatchParams::apply("kuberay-wasm-tests").force(), &Patch::Apply(&object))
-            .await
-            .unwrap_or_else(|e| panic!("applying {} {name}: {e}", types.kind));
+        api.patch(
+            &name,
+            &PatchParams::apply("kuberay-wasm-tests").force(),
+            &Patch::Apply(&object),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("applying {} {name}: {e}", types.kind));
         applied.push(value);
     }
     applied
 }
 
 pub fn sample(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/kuberay-samples").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/kuberay-samples")
+        .join(name)
 }
 
 /// Waits until the RayCluster reports `state: ready` and returns it.
 pub async fn ready_cluster(client: &Client, ns: &TestNamespace, name: &str) -> Value {
     let api = rayclusters(client, ns);
-    eventually(&format!("RayCluster {name} to be ready"), Duration::from_secs(90), || async {
-        let cluster = api.get(name).await.ok()?;
-        let value = serde_json::to_value(&cluster).ok()?;
-        (value.pointer("/status/state").and_then(Value::as_str) == Some("ready")).then_some(value)
-    })
+    eventually(
+        &format!("RayCluster {name} to be ready"),
+        Duration::from_secs(90),
+        || async {
+            let cluster = api.get(name).await.ok()?;
+            let value = serde_json::to_value(&cluster).ok()?;
+            (value.pointer("/status/state").and_then(Value::as_str) == Some("ready")).then_some(value)
+        },
+    )
     .await
 }
 
 pub async fn pods(client: &Client, ns: &TestNamespace, selector: &str) -> Vec<Pod> {
     let api: Api<Pod> = Api::namespaced(client.clone(), ns.name());
-    let mut pods = api.list(&ListParams::default().labels(selector)).await.expect("listing pods").items;
+    let mut pods = api
+        .list(&ListParams::default().labels(selector))
+        .await
+        .expect("listing pods")
+        .items;
     pods.retain(|p| p.metadata.deletion_timestamp.is_none());
     pods.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     pods

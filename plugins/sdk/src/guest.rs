@@ -227,7 +227,7 @@ macro_rules! export_plugin {
                     $crate::guest::run::<$plugin>(request, true)
                 }
             }
-            $crate::guest::__export_reconcile_plugin!(__KuberayPluginExport with_types_in $crate::guest);
+    $crate::guest::__export_reconcile_plugin!(__KuberayPluginExport with_types_in $crate::guest);
         };
     };
 }
