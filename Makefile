@@ -9,10 +9,13 @@ TESTENV := target/debug/kuberay-testenv
 
 .PHONY: help
 help:
-	@echo "make demo          start the local control plane (and, with later issues, the operator) and show how to use it"
+	@echo "make demo          start the local control plane and the operator, create a RayCluster with a real Ray head"
 	@echo "make test          install what is missing, then run formatting, lint and every test"
 	@echo "make cluster       start the local Kubernetes control plane in the background (.local/kubeconfig)"
-	@echo "make cluster-down  stop it and remove its state"
+	@echo "make cluster-down  stop the demo operator and the cluster, and remove their state"
+	@echo "make plugins       build the plugin components into .local/plugins"
+	@echo "make operator      build the operator binary (target/debug/kuberay-wasm)"
+	@echo "make bench         measure a plugin call against the same logic compiled natively"
 	@echo "make tools         build the control-plane binaries, the Ray virtualenv and the wasm target"
 	@echo "make crds          regenerate the CRDs in crds/ from the Rust types of the ray.io/v1 API"
 
@@ -49,12 +52,32 @@ cluster: control-plane ray testenv
 	@$(TESTENV) up
 
 cluster-down: testenv
+	@bash scripts/operator.sh stop
 	@$(TESTENV) down
+
+## The operator and its plugins ---------------------------------------------------------------------------
+
+GUEST_TARGET := target/guest
+PLUGINS := kuberay-plugin-raycluster
+
+.PHONY: plugins operator bench
+# Plain `cargo build --target wasm32-wasip2`, into the target directory the tests build guests in.
+plugins: wasm-target
+	CARGO_TARGET_DIR=$(GUEST_TARGET) $(CARGO) build --release --target wasm32-wasip2 $(addprefix -p ,$(PLUGINS))
+	@mkdir -p .local/plugins
+	@cp $(GUEST_TARGET)/wasm32-wasip2/release/kuberay_plugin_raycluster.wasm .local/plugins/raycluster.wasm
+	@echo "plugins: $$(ls .local/plugins)"
+
+operator:
+	$(CARGO) build -p kuberay-wasm --bin kuberay-wasm
+
+bench: wasm-target
+	$(CARGO) bench -p kuberay-wasm --bench plugin_call
 
 ## The demo -----------------------------------------------------------------------------------------------
 
 .PHONY: demo
-demo: cluster
+demo: cluster plugins operator
 	@bash scripts/demo.sh
 
 ## Checks and tests ---------------------------------------------------------------------------------------

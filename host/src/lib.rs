@@ -16,4 +16,4 @@ pub mod sandbox;
 pub mod server;
 pub mod telemetry;
 
-pub use operator::{OperatorConfig, run};
+pub use operator::{OperatorConfig, run, run_with_metrics};

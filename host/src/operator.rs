@@ -142,8 +142,16 @@ pub async fn run(
     config: OperatorConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), OperatorError> {
+    run_with_metrics(config, Metrics::new(), shutdown).await
+}
+
+/// [`run`], recording into `metrics` (which the caller can read, as tests and embedders do).
+pub async fn run_with_metrics(
+    config: OperatorConfig,
+    metrics: Metrics,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), OperatorError> {
     let client = client(&config).await?;
-    let metrics = Metrics::new();
     let sandbox = Sandbox::new(
         SandboxConfig {
             cache_dir: config.cache_dir.clone(),

@@ -89,6 +89,14 @@ pub async fn run(
         let Some(store) = shared.bridge.caches.scope_store(&kind, &scope) else {
             continue;
         };
+        // A reconcile that ran before the owned kinds' caches have listed would see no Pods and create them
+        // again, so nothing runs until every cache this controller reads has synced.
+        for (child, _) in &owned {
+            if let Some(child_store) = shared.bridge.caches.scope_store(child, &scope) {
+                let _ = child_store.wait_until_ready().await;
+            }
+        }
+        let _ = store.wait_until_ready().await;
         let primary = triggers::primary_changes(shared.bridge.caches.subscribe(&kind, &scope));
         let mut controller = Controller::for_stream_with(primary, store, resolved.resource.clone());
         for (child, child_resolved) in &owned {

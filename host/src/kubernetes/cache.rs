@@ -142,7 +142,9 @@ impl Caches {
             .map(|e| e.store.clone())
     }
 
-    /// A stream of every object of `kind` in `scope` that changes or goes away, from now on.
+    /// A stream of every object of `kind` in `scope`: first those already cached, then every one that
+    /// changes or goes away. (An object may come twice around the moment of subscribing; consumers are
+    /// idempotent.)
     pub fn subscribe(
         &self,
         kind: &Kind,
@@ -154,7 +156,10 @@ impl Caches {
                 .subscribers
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .push(tx);
+                .push(tx.clone());
+            for object in entry.store.state() {
+                let _ = tx.send(object);
+            }
         }
         rx
     }

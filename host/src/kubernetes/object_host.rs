@@ -225,6 +225,7 @@ impl HostApi for ObjectHost {
                     .state()
                     .iter()
                     .filter(|o| o.metadata.namespace.as_deref() == Some(namespace))
+                    .filter(|o| selector.matches(o.metadata.labels.as_ref().unwrap_or(&Default::default())))
                     .map(|o| to_json(o))
                     .collect::<HostResult<Vec<Value>>>()?,
                 None => {

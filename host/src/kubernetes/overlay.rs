@@ -108,7 +108,10 @@ impl Overlay {
             .cloned()
             .collect();
         if pending.is_empty() {
-            return cached;
+            return cached
+                .into_iter()
+                .filter(|o| selector.matches_object(o))
+                .collect();
         }
         let mut by_name: HashMap<String, Value> = cached
             .into_iter()

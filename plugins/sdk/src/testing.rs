@@ -23,7 +23,7 @@ pub enum Write {
     RemoveFinalizer(String),
 }
 
-type RayHandler = Box<dyn FnMut(&RayRequest) -> Result<RayResponse, HostError>>;
+type RayHandler = Box<dyn FnMut(&RayRequest) -> Result<RayResponse, HostError> + Send>;
 
 pub struct FakeHost {
     namespace: String,
@@ -136,7 +136,10 @@ impl FakeHost {
         self.now.set(now);
     }
 
-    pub fn on_ray(&self, handler: impl FnMut(&RayRequest) -> Result<RayResponse, HostError> + 'static) {
+    pub fn on_ray(
+        &self,
+        handler: impl FnMut(&RayRequest) -> Result<RayResponse, HostError> + Send + 'static,
+    ) {
         *self.ray.borrow_mut() = Some(Box::new(handler));
     }
 

@@ -1,0 +1,18 @@
+//! End-to-end tests of the operator on the real control plane of `tests/support`: one integration-test
+//! binary, one module per capability. Each test runs its own operator in-process, watching only the
+//! namespace it created.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails loudly on any unexpected error"
+)]
+
+mod compile_cache;
+mod containment;
+mod raycluster_lifecycle;
+mod raycluster_samples;
+mod raycluster_scaling;
+mod reload;
+mod steady_state;
+mod support;

@@ -1,0 +1,258 @@
+//! Running the operator in-process against the test environment, one operator per test, each watching
+//! only its test's namespace.
+
+use std::{
+    path::{Path, PathBuf},
+    sync::Once,
+    time::Duration,
+};
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::{
+    Api, Client,
+    api::{DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams},
+    discovery::ApiResource,
+};
+use kuberay_testenv::{HeadMode, TestEnv, TestNamespace};
+use kuberay_wasm::{OperatorConfig, metrics::Metrics};
+use serde_json::Value;
+use tokio::{sync::oneshot, task::JoinHandle};
+
+pub async fn env() -> &'static TestEnv {
+    static LOGS: Once = Once::new();
+    LOGS.call_once(|| {
+        let filter = tracing_subscriber::EnvFilter::try_from_env("TEST_LOG")
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,kube_runtime=error"));
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_test_writer()
+            .try_init();
+    });
+    let env = match TestEnv::shared().await {
+        Ok(env) => env,
+        Err(e) => panic!("test environment unavailable: {e}"),
+    };
+    env.install_crds().await.expect("installing the ray.io CRDs");
+    env
+}
+
+/// A namespace whose Ray head Pods run the fake head.
+pub async fn namespace(env: &TestEnv, prefix: &str) -> TestNamespace {
+    env.namespace_with(prefix, Some(HeadMode::Fake))
+        .await
+        .expect("creating a test namespace")
+}
+
+/// An operator running in this test's runtime.
+pub struct Operator {
+    pub metrics: Metrics,
+    pub plugins_dir: PathBuf,
+    pub cache_dir: PathBuf,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<()>>,
+}
+
+pub struct OperatorOptions {
+    pub plugins: Vec<&'static str>,
+    pub timeout: Duration,
+    pub memory_mib: usize,
+    pub reload: Option<Duration>,
+    pub cache_dir: Option<PathBuf>,
+}
+
+impl Default for OperatorOptions {
+    fn default() -> Self {
+        Self {
+            plugins: vec![kuberay_plugin_artifacts::RAYCLUSTER],
+            timeout: Duration::from_secs(10),
+            memory_mib: 128,
+            reload: None,
+            cache_dir: None,
+        }
+    }
+}
+
+fn scratch_dir(what: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "kuberay-wasm-test-{what}-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    ));
+    std::fs::create_dir_all(&dir).expect("creating a scratch directory");
+    dir
+}
+
+/// Copies a plugin component into `dir` under its file name.
+pub fn install_plugin(dir: &Path, plugin: &str) -> PathBuf {
+    let source = Path::new(plugin);
+    let target = dir.join(source.file_name().expect("plugin path has a file name"));
+    std::fs::copy(source, &target).expect("copying a plugin component");
+    target
+}
+
+fn free_addr() -> std::net::SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binding a free port");
+    listener.local_addr().expect("local address")
+}
+
+pub async fn start_operator(env: &TestEnv, ns: &TestNamespace, options: OperatorOptions) -> Operator {
+    let plugins_dir = scratch_dir("plugins");
+    for plugin in &options.plugins {
+        install_plugin(&plugins_dir, plugin);
+    }
+    let cache_dir = options.cache_dir.clone().unwrap_or_else(|| scratch_dir("cache"));
+    let mut config = OperatorConfig::new(&plugins_dir)
+        .with_kubeconfig(env.kubeconfig())
+        .with_watch_namespaces(vec![ns.name().to_string()])
+        .with_limits(options.timeout, options.memory_mib << 20)
+        .with_reload_interval(options.reload)
+        .with_cache_dir(&cache_dir)
+        .with_addrs(free_addr(), free_addr());
+    config.instance = Some(format!("test-{}", ns.name()));
+    let metrics = Metrics::new();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let run_metrics = metrics.clone();
+    let task = tokio::spawn(async move {
+        let shutdown = async {
+            let _ = stopped.await;
+        };
+        if let Err(e) = kuberay_wasm::run_with_metrics(config, run_metrics, shutdown).await {
+            panic!("operator failed: {e}");
+        }
+    });
+    Operator {
+        metrics,
+        plugins_dir,
+        cache_dir,
+        stop: Some(stop),
+        task: Some(task),
+    }
+}
+
+impl Operator {
+    /// The value of a metric line (`name{labels}`), summed over lines that contain every `needle`.
+    pub fn metric(&self, name: &str, needles: &[&str]) -> f64 {
+        self.metrics
+            .encode()
+            .lines()
+            .filter(|l| l.starts_with(name) && needles.iter().all(|n| l.contains(n)))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    }
+
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for Operator {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+        let _ = std::fs::remove_dir_all(&self.plugins_dir);
+    }
+}
+
+/// Polls `check` until it returns `Some`, failing the test after `timeout`.
+pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+pub fn ray_api(client: &Client, ns: &TestNamespace, kind: &str, plural: &str) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("ray.io", "v1", kind);
+    Api::namespaced_with(
+        client.clone(),
+        ns.name(),
+        &ApiResource::from_gvk_with_plural(&gvk, plural),
+    )
+}
+
+pub fn rayclusters(client: &Client, ns: &TestNamespace) -> Api<DynamicObject> {
+    ray_api(client, ns, "RayCluster", "rayclusters")
+}
+
+/// Server-side applies every namespaced document of a YAML manifest (as `kubectl apply --server-side`).
+pub async fn apply_manifest(client: &Client, ns: &TestNamespace, path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).expect("reading a manifest");
+    let mut applied = Vec::new();
+    let discovery = kube::Discovery::new(client.clone())
+        .run()
+        .await
+        .expect("API discovery");
+    for doc in serde_yaml::Deserializer::from_str(&text) {
+        let value: Value = serde::Deserialize::deserialize(doc).expect("a YAML document");
+        if value.is_null() {
+            continue;
+        }
+        let object: DynamicObject = serde_json::from_value(value.clone()).expect("a Kubernetes object");
+        let types = object.types.clone().expect("apiVersion and kind");
+        let gvk = GroupVersionKind::try_from(&types).expect("a group/version/kind");
+        let (resource, _) = discovery.resolve_gvk(&gvk).expect("a served kind");
+        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns.name(), &resource);
+        let name = object.metadata.name.clone().expect("a named object");
+        api.patch(
+            &name,
+            &PatchParams::apply("kuberay-wasm-tests").force(),
+            &Patch::Apply(&object),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("applying {} {name}: {e}", types.kind));
+        applied.push(value);
+    }
+    applied
+}
+
+pub fn sample(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/kuberay-samples")
+        .join(name)
+}
+
+/// Waits until the RayCluster reports `state: ready` and returns it.
+pub async fn ready_cluster(client: &Client, ns: &TestNamespace, name: &str) -> Value {
+    let api = rayclusters(client, ns);
+    eventually(
+        &format!("RayCluster {name} to be ready"),
+        Duration::from_secs(90),
+        || async {
+            let cluster = api.get(name).await.ok()?;
+            let value = serde_json::to_value(&cluster).ok()?;
+            (value.pointer("/status/state").and_then(Value::as_str) == Some("ready")).then_some(value)
+        },
+    )
+    .await
+}
+
+pub async fn pods(client: &Client, ns: &TestNamespace, selector: &str) -> Vec<Pod> {
+    let api: Api<Pod> = Api::namespaced(client.clone(), ns.name());
+    let mut pods = api
+        .list(&ListParams::default().labels(selector))
+        .await
+        .expect("listing pods")
+        .items;
+    pods.retain(|p| p.metadata.deletion_timestamp.is_none());
+    pods.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    pods
+}
