@@ -167,6 +167,7 @@ fn main() {
                 memory_bytes: 128 << 20,
             },
             policy: GrantPolicy::default(),
+            max_concurrent_calls: 8,
         };
         let sandbox = Sandbox::new(config.clone(), Metrics::new()).unwrap();
         let path = std::path::Path::new(kuberay_plugin_artifacts::RAYCLUSTER);

@@ -158,6 +158,7 @@ async fn inspect(plugin: PathBuf, allow_secrets: Vec<String>) -> anyhow::Result<
             policy: GrantPolicy {
                 secrets_allowed_for: allow_secrets.into_iter().collect(),
             },
+            max_concurrent_calls: 4,
         },
         Metrics::new(),
     )?;

@@ -162,6 +162,8 @@ pub async fn run_with_metrics(
             policy: GrantPolicy {
                 secrets_allowed_for: config.secrets_allowed_for.iter().cloned().collect(),
             },
+            // Reconciles are bounded by the concurrency; plugin loads during a rescan need a few more.
+            max_concurrent_calls: u32::from(config.concurrency) * 2 + 8,
         },
         metrics.clone(),
     )?;

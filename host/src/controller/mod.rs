@@ -50,8 +50,22 @@ pub async fn run(
     concurrency: u16,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) -> Result<(), ControllerError> {
-    let owns = match shared.sandbox.plugin_for(&kind) {
-        Some(PluginSlot::Ready(plugin)) => plugin.metadata.owns.clone(),
+    // Owned kinds the plugin was not granted (Secrets without --allow-secrets) are not watched: the operator
+    // may not even be allowed to list them, and the plugin could not read them anyway.
+    let owns: Vec<Kind> = match shared.sandbox.plugin_for(&kind) {
+        Some(PluginSlot::Ready(plugin)) => plugin
+            .metadata
+            .owns
+            .iter()
+            .filter(|owned| {
+                let granted = plugin.grant.covers(owned);
+                if !granted {
+                    tracing::info!(%kind, owned = %owned, "not watching an owned kind the plugin was not granted");
+                }
+                granted
+            })
+            .cloned()
+            .collect(),
         _ => Vec::new(),
     };
     let resolved = shared

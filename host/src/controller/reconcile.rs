@@ -10,10 +10,15 @@ use tracing::Instrument;
 
 use super::{KindContext, backoff, report};
 use crate::{
-    kubernetes::{ObjectHost, object_host::Primary, to_json},
+    kubernetes::{ObjectHost, object_host::Primary, strip_host_condition, to_json},
     metrics::{ErrorLabels, KindLabels, ReconcileLabels},
     sandbox::{CallFailure, Export, PluginSlot},
 };
+
+/// A plugin's requeue hint is kept within these bounds: a zero would spin, and a huge one would overflow the
+/// scheduler's clock arithmetic.
+const MIN_REQUEUE: std::time::Duration = std::time::Duration::from_millis(200);
+const MAX_REQUEUE: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
 
 /// Never returned: every failure is handled (reported, backed off) inside [`reconcile`].
 #[derive(Debug, thiserror::Error)]
@@ -69,6 +74,9 @@ async fn reconcile_one(object: &DynamicObject, ctx: &KindContext, namespace: &st
             Err(_) => return Action::requeue(backoff::delay(1)),
         },
     };
+    // The plugin sees its object without the host's own condition.
+    let mut for_plugin = current.clone();
+    strip_host_condition(&mut for_plugin);
     let export = if current.pointer("/metadata/deletionTimestamp").is_some() {
         let finalizers = current.pointer("/metadata/finalizers").and_then(Value::as_array);
         match &plugin.metadata.finalizer {
@@ -95,7 +103,7 @@ async fn reconcile_one(object: &DynamicObject, ctx: &KindContext, namespace: &st
         .context(&plugin, format!("{namespace}/{name}"), host);
     let result = shared
         .sandbox
-        .call(&plugin, context, export, current.to_string(), attempt)
+        .call(&plugin, context, export, for_plugin.to_string(), attempt)
         .await;
 
     let kind_label = ctx.kind.kind.clone();
@@ -121,7 +129,9 @@ async fn reconcile_one(object: &DynamicObject, ctx: &KindContext, namespace: &st
             shared.failures.reset(&key);
             report::recovered(shared, &ctx.kind, &plugin_name, &current).await;
             tracing::debug!(plugin = %plugin_name, export = export.name(), ?requeue, "reconciled");
-            requeue.map_or_else(Action::await_change, Action::requeue)
+            requeue.map_or_else(Action::await_change, |after| {
+                Action::requeue(after.clamp(MIN_REQUEUE, MAX_REQUEUE))
+            })
         }
         Err(failure) => {
             let attempt = shared.failures.record(&key);

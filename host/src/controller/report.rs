@@ -14,8 +14,7 @@ use serde_json::{Value, json};
 use super::Shared;
 use crate::kubernetes::HOST_FIELD_MANAGER;
 
-/// The condition type the host sets on objects it failed to reconcile.
-pub const CONDITION: &str = "Reconciled";
+use crate::kubernetes::HOST_CONDITION as CONDITION;
 
 /// Longest message put in an event or condition (events.k8s.io caps notes at 1 KiB).
 const MAX_MESSAGE: usize = 1000;

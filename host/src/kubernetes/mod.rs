@@ -34,6 +34,20 @@ use crate::{metrics::Metrics, sandbox::host_api::HostResult};
 /// Field manager of the host's own writes (the failure condition on an object's status).
 pub const HOST_FIELD_MANAGER: &str = "kuberay-wasm";
 
+/// The status condition the host owns on reconciled objects (`Reconciled=False` while reconciling fails).
+/// Plugins neither see it nor write it.
+pub const HOST_CONDITION: &str = "Reconciled";
+
+/// Removes the host's condition from an object's status.
+pub fn strip_host_condition(object: &mut Value) {
+    if let Some(conditions) = object
+        .pointer_mut("/status/conditions")
+        .and_then(Value::as_array_mut)
+    {
+        conditions.retain(|c| c.get("type").and_then(Value::as_str) != Some(HOST_CONDITION));
+    }
+}
+
 /// Field manager of a plugin's writes.
 pub fn field_manager(plugin: &str) -> String {
     format!("kuberay-wasm/{plugin}")

@@ -297,8 +297,13 @@ impl HostApi for ObjectHost {
         })
     }
 
-    fn apply_status(&self, status: Value) -> BoxFuture<'_, HostResult<()>> {
+    fn apply_status(&self, mut status: Value) -> BoxFuture<'_, HostResult<()>> {
         Box::pin(async move {
+            // The host's condition is not the plugin's to write (a plugin that copies the conditions it was
+            // given must not take it over).
+            if let Some(conditions) = status.get_mut("conditions").and_then(Value::as_array_mut) {
+                conditions.retain(|c| c.get("type").and_then(Value::as_str) != Some(super::HOST_CONDITION));
+            }
             let kind = self.primary.kind.clone();
             let key = self.key(&kind, &self.primary.name);
             let intent = json!({

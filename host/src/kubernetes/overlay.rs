@@ -81,6 +81,9 @@ impl Overlay {
             },
             Entry::Deleted { uid: deleted, .. } => match &cached {
                 None => (false, None),
+                // The cache has seen the deletion start: from now on it shows the object terminating, as the
+                // API server does (a plugin may wait for a Pod to be gone).
+                Some(c) if c.pointer("/metadata/deletionTimestamp").is_some() => (false, cached),
                 Some(c) if deleted.is_none() || uid(c) == deleted.as_deref() => (true, None),
                 // A new object with the same name: the deletion is done.
                 Some(_) => (false, cached),
@@ -207,5 +210,32 @@ mod tests {
             })
             .collect();
         assert_eq!(names, vec!["kept", "new"]);
+    }
+
+    #[test]
+    fn terminating_objects_are_shown_once_the_cache_sees_them() {
+        let overlay = Overlay::default();
+        overlay.record_delete(key("b"), Some("u3".into()));
+        let mut terminating = pod("b", "u3", "9");
+        terminating["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+        assert_eq!(
+            overlay.merge(&key("b"), Some(terminating.clone())),
+            Some(terminating)
+        );
+    }
+
+    #[test]
+    fn lists_without_pending_writes_still_apply_the_selector() {
+        let overlay = Overlay::default();
+        let mut other = pod("other", "u9", "3");
+        other["metadata"]["labels"] = json!({"app": "y"});
+        let selector = Selector::parse("app=x").unwrap_or_default();
+        let listed = overlay.merge_list(
+            &Kind::new("", "v1", "Pod"),
+            "ns",
+            vec![pod("a", "u1", "1"), other],
+            &selector,
+        );
+        assert_eq!(listed.len(), 1);
     }
 }

@@ -40,6 +40,11 @@ impl Grant {
         grant
     }
 
+    /// Whether any verb is granted on `kind`.
+    pub fn covers(&self, kind: &Kind) -> bool {
+        self.verbs.get(kind).is_some_and(|verbs| !verbs.is_empty())
+    }
+
     pub fn allows(&self, kind: &Kind, verb: Verb) -> bool {
         self.verbs.get(kind).is_some_and(|verbs| verbs.contains(&verb))
     }

@@ -33,7 +33,7 @@ pub mod registry;
 mod stdio;
 
 pub use call::{CallFailure, CallLimits, Export};
-pub use engine::{EPOCH_TICK, EpochTicker, engine};
+pub use engine::{EPOCH_TICK, EngineConfig, EpochTicker, engine};
 pub use grant::{Grant, GrantPolicy};
 pub use plugin::LoadedPlugin;
 pub use registry::{PluginSlot, Sandbox, SandboxConfig};

@@ -186,3 +186,48 @@ fn convert_metadata(m: wit_reconciler::PluginMetadata) -> Result<PluginMetadata,
         uses_ray_head: m.uses_ray_head,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn metadata(name: &str, wit_version: &str, kind: &str) -> wit_reconciler::PluginMetadata {
+        wit_reconciler::PluginMetadata {
+            name: name.into(),
+            version: "1".into(),
+            wit_version: wit_version.into(),
+            reconciles: wit_types::Kind {
+                group: "ray.io".into(),
+                version: "v1".into(),
+                kind: kind.into(),
+            },
+            owns: vec![],
+            capabilities: vec![],
+            finalizer: None,
+            uses_ray_head: false,
+        }
+    }
+
+    #[test]
+    fn metadata_that_lies_or_is_malformed_is_refused() {
+        assert!(convert_metadata(metadata("raycluster", "0.1.0", "RayCluster")).is_ok());
+        // An older minor of the same major is fine; a newer minor or another major is not.
+        assert!(convert_metadata(metadata("raycluster", "0.0.3", "RayCluster")).is_ok());
+        for (name, version, kind) in [
+            ("raycluster", "0.2.0", "RayCluster"),
+            ("raycluster", "1.0.0", "RayCluster"),
+            ("raycluster", "garbage", "RayCluster"),
+            ("Ray Cluster", "0.1.0", "RayCluster"),
+            ("", "0.1.0", "RayCluster"),
+            ("raycluster", "0.1.0", ""),
+        ] {
+            assert!(
+                matches!(
+                    convert_metadata(metadata(name, version, kind)),
+                    Err(LoadError::InvalidMetadata(_))
+                ),
+                "{name:?} {version:?} {kind:?} was accepted"
+            );
+        }
+    }
+}

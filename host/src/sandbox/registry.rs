@@ -16,7 +16,7 @@ use wasmtime::{Engine, component::Linker};
 use super::{
     call::{self, CallContext, CallFailure, CallLimits, CallState, Export},
     compile_cache::CompileCache,
-    engine::{EpochTicker, engine},
+    engine::{EngineConfig, EpochTicker, engine},
     grant::GrantPolicy,
     host_api::HostApi,
     plugin::{self, LoadError, LoadedPlugin},
@@ -28,6 +28,8 @@ pub struct SandboxConfig {
     pub cache_dir: Option<PathBuf>,
     pub limits: CallLimits,
     pub policy: GrantPolicy,
+    /// Calls that may run at once; the instance pool is sized from it.
+    pub max_concurrent_calls: u32,
 }
 
 /// What serves a kind.
@@ -77,7 +79,11 @@ pub struct ScanReport {
 
 impl Sandbox {
     pub fn new(config: SandboxConfig, metrics: Metrics) -> Result<Arc<Self>, SandboxError> {
-        let engine = engine().map_err(SandboxError::Wasmtime)?;
+        let engine = engine(EngineConfig {
+            memory_bytes: config.limits.memory_bytes,
+            max_concurrent_calls: config.max_concurrent_calls,
+        })
+        .map_err(SandboxError::Wasmtime)?;
         let linker = plugin::linker(&engine).map_err(SandboxError::Wasmtime)?;
         let cache = Arc::new(CompileCache::new(&engine, config.cache_dir.clone()));
         let ticker = EpochTicker::start(&engine);

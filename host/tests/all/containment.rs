@@ -94,6 +94,13 @@ async fn misbehaving_plugins_are_contained_and_reported_while_a_raycluster_becom
     .await;
 
     let chaos = chaos_api(&client, ns.name());
+    // A plugin that asks to be requeued after Duration::MAX is clamped, not a crash.
+    let forever: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "testing.kuberay-wasm.io/v1", "kind": "Chaos",
+        "metadata": {"name": "requeue-max"}, "spec": {"behaviour": "requeue-max"},
+    }))
+    .unwrap();
+    chaos.create(&PostParams::default(), &forever).await.unwrap();
     let cases = [
         ("loop", "", "PluginTimedOut"),
         ("trap", "", "PluginTrapped"),
@@ -178,6 +185,15 @@ async fn misbehaving_plugins_are_contained_and_reported_while_a_raycluster_becom
             "no refusal counted for {kind}"
         );
     }
+    eventually(
+        "the requeue-max object to be reconciled",
+        Duration::from_secs(30),
+        || async {
+            let object = serde_json::to_value(chaos.get("requeue-max").await.ok()?).ok()?;
+            (object["status"]["observed"] == "requeue-max").then_some(())
+        },
+    )
+    .await;
     // And the cluster is still ready after all that.
     ready_cluster(&client, &ns, "raycluster-kuberay").await;
     operator.stop().await;

@@ -10,9 +10,11 @@
 
 mod compile_cache;
 mod containment;
+mod endpoints;
 mod raycluster_lifecycle;
 mod raycluster_samples;
 mod raycluster_scaling;
+mod rbac;
 mod reload;
 mod steady_state;
 mod support;

@@ -489,7 +489,7 @@ async fn external_redis_sample_sets_gcs_ft_and_cleans_redis_up_on_delete() {
         job_labels.get("ray.io/node-type").map(String::as_str),
         Some("redis-cleanup")
     );
-    eventually("the RayCluster to be gone", Duration::from_secs(90), || async {
+    eventually("the RayCluster to be gone", Duration::from_secs(180), || async {
         clusters.get_opt(name).await.ok()?.is_none().then_some(())
     })
     .await;

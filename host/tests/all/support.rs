@@ -46,6 +46,8 @@ pub async fn namespace(env: &TestEnv, prefix: &str) -> TestNamespace {
 /// An operator running in this test's runtime.
 pub struct Operator {
     pub metrics: Metrics,
+    pub metrics_addr: std::net::SocketAddr,
+    pub health_addr: std::net::SocketAddr,
     pub plugins_dir: PathBuf,
     pub cache_dir: PathBuf,
     stop: Option<oneshot::Sender<()>>,
@@ -58,6 +60,8 @@ pub struct OperatorOptions {
     pub memory_mib: usize,
     pub reload: Option<Duration>,
     pub cache_dir: Option<PathBuf>,
+    /// Credentials other than the admin's.
+    pub kubeconfig: Option<PathBuf>,
 }
 
 impl Default for OperatorOptions {
@@ -68,6 +72,7 @@ impl Default for OperatorOptions {
             memory_mib: 128,
             reload: None,
             cache_dir: None,
+            kubeconfig: None,
         }
     }
 }
@@ -103,13 +108,19 @@ pub async fn start_operator(env: &TestEnv, ns: &TestNamespace, options: Operator
         install_plugin(&plugins_dir, plugin);
     }
     let cache_dir = options.cache_dir.clone().unwrap_or_else(|| scratch_dir("cache"));
+    let (metrics_addr, health_addr) = (free_addr(), free_addr());
     let mut config = OperatorConfig::new(&plugins_dir)
-        .with_kubeconfig(env.kubeconfig())
+        .with_kubeconfig(
+            options
+                .kubeconfig
+                .clone()
+                .unwrap_or_else(|| env.kubeconfig().to_path_buf()),
+        )
         .with_watch_namespaces(vec![ns.name().to_string()])
         .with_limits(options.timeout, options.memory_mib << 20)
         .with_reload_interval(options.reload)
         .with_cache_dir(&cache_dir)
-        .with_addrs(free_addr(), free_addr());
+        .with_addrs(metrics_addr, health_addr);
     config.instance = Some(format!("test-{}", ns.name()));
     let metrics = Metrics::new();
     let (stop, stopped) = oneshot::channel::<()>();
@@ -124,6 +135,8 @@ pub async fn start_operator(env: &TestEnv, ns: &TestNamespace, options: Operator
     });
     Operator {
         metrics,
+        metrics_addr,
+        health_addr,
         plugins_dir,
         cache_dir,
         stop: Some(stop),

@@ -10,7 +10,8 @@
 //! - `secret`: reads the Secret named by `spec.target` (Secrets are withheld unless the operator allows it);
 //! - `ungranted`: lists ServiceAccounts, a kind it never asked for;
 //! - `garbage`: hands the host a create call that is not JSON;
-//! - `print`: writes lines to stdout and stderr.
+//! - `print`: writes lines to stdout and stderr;
+//! - `requeue-max`: succeeds but asks to be requeued after the longest duration there is.
 
 use kuberay_plugin_sdk::{
     Capability, Host, HostError, Kind, Outcome, Plugin, PluginMetadata, ReconcileError, Request, Verb,
@@ -108,6 +109,10 @@ impl Plugin for Chaos {
                 println!("chaos says hello on stdout");
                 eprintln!("chaos says hello on stderr");
                 Ok(Outcome::done())
+            }
+            "requeue-max" => {
+                host.apply_status(&json!({"observed": "requeue-max"}))?;
+                Ok(Outcome::requeue_after(std::time::Duration::MAX))
             }
             other => Err(ReconcileError::InvalidObject(format!(
                 "unknown behaviour {other:?}"

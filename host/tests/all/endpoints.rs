@@ -1,0 +1,42 @@
+//! The operator's HTTP endpoints: `/healthz`, `/readyz` once plugins are loaded and caches synced, and
+//! `/metrics` in the Prometheus text format.
+
+use std::time::Duration;
+
+use kuberay_testenv::workloads::real_ray::http_get;
+
+use crate::support::{OperatorOptions, env, eventually, namespace, start_operator};
+
+#[tokio::test]
+async fn health_readiness_and_metrics_are_served() {
+    let env = env().await;
+    let ns = namespace(env, "endpoints").await;
+    let operator = start_operator(env, &ns, OperatorOptions::default()).await;
+    let url = |addr: std::net::SocketAddr, path: &str| format!("http://{addr}{path}");
+    let ready = eventually("/readyz to answer ok", Duration::from_secs(60), || async {
+        http_get(&url(operator.health_addr, "/readyz"), Duration::from_secs(2)).await
+    })
+    .await;
+    assert_eq!(ready, "ok");
+    assert_eq!(
+        http_get(&url(operator.health_addr, "/healthz"), Duration::from_secs(2))
+            .await
+            .as_deref(),
+        Some("ok")
+    );
+    let metrics = http_get(&url(operator.metrics_addr, "/metrics"), Duration::from_secs(2))
+        .await
+        .expect("/metrics");
+    assert!(metrics.contains("kuberay_wasm_plugins_loaded 1"), "{metrics}");
+    assert!(
+        metrics.contains("kuberay_wasm_plugin_loads_total{plugin=\"raycluster\",source=\"compiled\"} 1"),
+        "{metrics}"
+    );
+    let health = operator.health_addr;
+    operator.stop().await;
+    // A stopped operator no longer answers.
+    assert!(
+        tokio::net::TcpStream::connect(health).await.is_err(),
+        "the health endpoint outlived the operator"
+    );
+}
