@@ -86,14 +86,15 @@ demo: cluster plugins operator
 fmt-check:
 	$(CARGO) fmt --all -- --check
 
-lint:
+# Plugins and everything they depend on must also pass clippy for the target they run on.
+lint: wasm-target
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy --target wasm32-wasip2 -p kuberay-crds -p kuberay-plugin-sdk -p kuberay-plugin-raycluster -p kuberay-test-plugin-chaos -- -D warnings
 
-# kuberay-crds must keep building for the plugins' target with its default features. The test binaries start
+# Plugins and kuberay-crds are also linted for wasm32-wasip2 (see lint). The test binaries start
 # their own control plane (or use a running `make cluster`); the supervisor binary they launch is built first.
 # Afterwards nothing may be left behind but a running `make cluster`.
 test: tools fmt-check lint
-	$(CARGO) check -p kuberay-crds --target wasm32-wasip2
 	$(CARGO) build --workspace --all-targets
 	$(CARGO) test --workspace
 	$(TESTENV) leftovers --wait 60
