@@ -5,6 +5,9 @@
 //! [`testing::FakeHost`]; [`export_plugin!`] turns a [`Plugin`] into a WebAssembly component for
 //! `cargo build --target wasm32-wasip2`, where the host trait is backed by the operator.
 //!
+//! Plugins that talk to Ray use [`RayHead`]: typed calls of the dashboard's Jobs and Serve APIs over
+//! [`Host::ray`], which check Ray's status codes and read its answers the way KubeRay's client does.
+//!
 //! ```text
 //! struct Mine;
 //! impl kuberay_plugin_sdk::Plugin for Mine {
@@ -21,7 +24,7 @@ mod event;
 mod host;
 mod kind;
 mod plugin;
-mod ray;
+pub mod ray;
 pub mod selector;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
@@ -44,7 +47,7 @@ pub use event::{Event, EventType};
 pub use host::{Host, LogLevel};
 pub use kind::Kind;
 pub use plugin::{Capability, Outcome, Plugin, PluginMetadata, Request, Verb};
-pub use ray::{PortRole, RayRequest, RayResponse, RayTarget};
+pub use ray::{PortRole, RayError, RayHead, RayRequest, RayResponse, RayTarget};
 pub use typed::TypedHost;
 
 /// The version of the WIT package (`wit/plugin.wit`) this SDK implements.

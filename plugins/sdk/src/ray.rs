@@ -1,3 +1,17 @@
+//! HTTP to the Ray head of a RayCluster. [`RayRequest`] and [`RayResponse`] are the raw exchange the host
+//! routes (`wit/plugin.wit`, interface `ray-head`); [`RayHead`] is a typed client over it for the dashboard's
+//! Jobs API ([`jobs`]) and Serve API ([`serve`]), so plugins never build paths, headers or bodies by hand and
+//! read Ray's answers (status codes, error texts, `null`s) the way KubeRay's dashboard client does.
+
+mod error;
+mod head;
+pub mod jobs;
+pub mod serve;
+mod wire;
+
+pub use error::RayError;
+pub use head::RayHead;
+
 /// Which of a Ray head's servers a request goes to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PortRole {
