@@ -1,0 +1,92 @@
+//! Names, values and timings that are part of KubeRay's observable RayJob behaviour but not fields of the
+//! API (those are in `kuberay_crds`): event reasons, the submitter's container and environment, defaults.
+//! They keep KubeRay's exact spelling because users' tooling and `ray` itself look for them.
+
+use std::time::Duration;
+
+/// KubeRay looks at an active RayJob every 3 seconds.
+pub const REQUEUE: Duration = Duration::from_secs(3);
+
+/// After a status write KubeRay's own watch event brings the RayJob straight back; the host does not queue a
+/// reconcile for status changes, so the plugin asks for a prompt one instead.
+pub const REQUEUE_AFTER_WRITE: Duration = Duration::from_millis(200);
+
+/// Deletion TTLs are checked a little after they expire, as KubeRay does, so that clock skew between the
+/// check and the deadline never makes a reconcile find it not yet due.
+pub const TTL_SLACK_SECONDS: i64 = 2;
+
+/// How long a terminal Ray job may wait for its submitter to finish before the RayJob is ended anyway
+/// (`RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS`, default).
+pub const TRANSITION_GRACE_PERIOD_SECONDS: i64 = 300;
+
+/// How long the dashboard may keep failing status queries before the RayJob fails
+/// (`RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS`, default).
+pub const STATUS_CHECK_TIMEOUT_SECONDS: i64 = 300;
+
+/// How long after the submitter finished the Ray job must be terminal.
+pub const SUBMITTER_FINISHED_TIMEOUT_SECONDS: i64 = 30;
+
+/// The submitter Job's `backoffLimit` unless `submitterConfig.backoffLimit` says otherwise.
+pub const DEFAULT_SUBMITTER_BACKOFF_LIMIT: i32 = 2;
+
+/// RayJob names leave room for the `-xxxxx` suffix of the cluster name within RayCluster's 53 characters.
+pub const MAX_RAYJOB_NAME_LENGTH: usize = 53 - 6;
+
+/// The cluster domain KubeRay uses when `CLUSTER_DOMAIN` is not set; plugins have no operator environment.
+pub const CLUSTER_DOMAIN: &str = "cluster.local";
+
+/// KubeRay's dashboard port when the head container names none.
+pub const DEFAULT_DASHBOARD_PORT: i32 = 8265;
+pub const DASHBOARD_PORT_NAME: &str = "dashboard";
+
+/// The value of `ray.io/originated-from-crd` on what a RayJob creates.
+pub const RAYJOB_CRD: &str = "RayJob";
+/// `app.kubernetes.io/created-by` on the submitter Job.
+pub const COMPONENT_NAME: &str = "kuberay-operator";
+
+/// The submitter container, in the submitter Job or in the head Pod.
+pub const SUBMITTER_CONTAINER_NAME: &str = "ray-job-submitter";
+
+/// Environment of the submitter container.
+pub mod env {
+    pub const PYTHONUNBUFFERED: &str = "PYTHONUNBUFFERED";
+    pub const RAY_DASHBOARD_ADDRESS: &str = "RAY_DASHBOARD_ADDRESS";
+    pub const RAY_JOB_SUBMISSION_ID: &str = "RAY_JOB_SUBMISSION_ID";
+    pub const RAY_AUTH_MODE: &str = "RAY_AUTH_MODE";
+    pub const RAY_AUTH_TOKEN: &str = "RAY_AUTH_TOKEN";
+    /// The key of the token in the cluster's auth Secret.
+    pub const RAY_AUTH_TOKEN_SECRET_KEY: &str = "auth_token";
+}
+
+/// Event reasons, exactly as KubeRay records them.
+pub mod reason {
+    pub const INVALID_RAYJOB_SPEC: &str = "InvalidRayJobSpec";
+    pub const INVALID_RAYJOB_METADATA: &str = "InvalidRayJobMetadata";
+    pub const INVALID_RAYJOB_STATUS: &str = "InvalidRayJobStatus";
+    pub const CREATED_RAYJOB_SUBMITTER: &str = "CreatedRayJobSubmitter";
+    pub const DELETED_RAYJOB_SUBMITTER: &str = "DeletedRayJobSubmitter";
+    pub const FAILED_TO_CREATE_RAYJOB_SUBMITTER: &str = "FailedToCreateRayJobSubmitter";
+    pub const FAILED_TO_DELETE_RAYJOB_SUBMITTER: &str = "FailedToDeleteRayJobSubmitter";
+    pub const CREATED_RAYCLUSTER: &str = "CreatedRayCluster";
+    pub const UPDATED_RAYCLUSTER: &str = "UpdatedRayCluster";
+    pub const DELETED_RAYCLUSTER: &str = "DeletedRayCluster";
+    pub const FAILED_TO_CREATE_RAYCLUSTER: &str = "FailedToCreateRayCluster";
+    pub const FAILED_TO_DELETE_RAYCLUSTER: &str = "FailedToDeleteRayCluster";
+    pub const FAILED_TO_UPDATE_RAYCLUSTER: &str = "FailedToUpdateRayCluster";
+    pub const RAYCLUSTER_NOT_FOUND: &str = "RayClusterNotFound";
+    pub const CREATED_SERVICE: &str = "CreatedService";
+    pub const UPDATED_SERVICE: &str = "UpdatedService";
+    pub const FAILED_TO_CREATE_SERVICE: &str = "FailedToCreateService";
+    pub const FAILED_TO_UPDATE_SERVICE: &str = "FailedToUpdateService";
+    /// Not KubeRay's: the host lets a plugin delete only what its object owns, never the object itself, so
+    /// the `DeleteSelf` deletion policy cannot be carried out as such (see `deletion::actions`).
+    pub const DELETE_SELF_NOT_ALLOWED: &str = "DeleteSelfNotAllowed";
+}
+
+/// Event actions (`events.k8s.io/v1` `action`), as KubeRay names them.
+pub mod action {
+    pub const CREATE: &str = "Create";
+    pub const DELETE: &str = "Delete";
+    pub const UPDATE: &str = "Update";
+    pub const VALIDATE: &str = "Validate";
+}

@@ -1,0 +1,68 @@
+//! What one reconcile carries: the host, the RayJob as read, and the time, taken once so that every deadline
+//! of the reconcile is judged against the same instant.
+
+use k8s_openapi::Resource;
+use kuberay_crds::{JobSubmissionMode, RayJob, RayJobSpec};
+use kuberay_plugin_sdk::{Event, Host, HostError, LogLevel, RayHead, TypedHost};
+use serde::de::DeserializeOwned;
+
+use crate::{spec, time};
+
+pub struct Ctx<'h, H: Host> {
+    pub host: &'h H,
+    pub job: RayJob,
+    pub name: String,
+    pub namespace: String,
+    /// The host's time in Unix seconds.
+    pub now: i64,
+}
+
+impl<'h, H: Host> Ctx<'h, H> {
+    pub fn new(host: &'h H, job: RayJob) -> Self {
+        let name = job.metadata.name.clone().unwrap_or_default();
+        let namespace = job.metadata.namespace.clone().unwrap_or_default();
+        Self {
+            now: time::now_seconds(host),
+            host,
+            job,
+            name,
+            namespace,
+        }
+    }
+
+    pub fn spec(&self) -> &RayJobSpec {
+        &self.job.spec
+    }
+
+    pub fn mode(&self) -> JobSubmissionMode {
+        spec::submission_mode(&self.job.spec)
+    }
+
+    /// `namespace/name` of an object in the RayJob's namespace, as KubeRay's messages print it.
+    pub fn key(&self, name: &str) -> String {
+        format!("{}/{name}", self.namespace)
+    }
+
+    /// Records an event; a failure to record one never fails the reconcile.
+    pub fn event(&self, event: Event) {
+        if let Err(e) = self.host.record_event(&event) {
+            self.log(
+                LogLevel::Warn,
+                &format!("could not record event {}: {e}", event.reason),
+            );
+        }
+    }
+
+    pub fn log(&self, level: LogLevel, message: &str) {
+        self.host.log(level, message, &[]);
+    }
+
+    pub fn get<K: Resource + DeserializeOwned>(&self, name: &str) -> Result<Option<K>, HostError> {
+        self.host.get_as(name)
+    }
+
+    /// The dashboard of a cluster the RayJob runs on.
+    pub fn head(&self, cluster: &str) -> RayHead<'h, H> {
+        RayHead::new(self.host, cluster)
+    }
+}
