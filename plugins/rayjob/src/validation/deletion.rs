@@ -159,12 +159,15 @@ fn validate_rules(job: &RayJob, rules: &[DeletionRule]) -> Result<(), String> {
             continue;
         }
         let group = groups.entry((kind, value.clone())).or_default();
-        if group.insert(impact(rule.policy), (rule.policy, ttl)).is_some() {
+        // The first rule of a (condition, policy) pair counts; later ones are reported, not used.
+        if group.contains_key(&impact(rule.policy)) {
             errors.push(format!(
                 "deletionRules[{i}]: duplicate rule for DeletionPolicyType '{:?}' and {kind} '{value}'",
                 rule.policy
             ));
+            continue;
         }
+        group.insert(impact(rule.policy), (rule.policy, ttl));
     }
     for ((kind, value), ttls) in &groups {
         errors.extend(ttl_order_errors(kind, value, ttls));

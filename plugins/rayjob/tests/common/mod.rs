@@ -9,6 +9,7 @@ pub mod fake_ray;
 
 use std::time::{Duration, UNIX_EPOCH};
 
+#[allow(unused_imports, reason = "not every test binary talks to Ray")]
 pub use fake_ray::FakeRay;
 use kuberay_plugin_rayjob::RayJobPlugin;
 use kuberay_plugin_sdk::{
