@@ -17,6 +17,11 @@ const PLUGINS: &[(&str, &str, &str)] = &[
         "KUBERAY_PLUGIN_RAYCLUSTER",
     ),
     (
+        "kuberay-plugin-rayjob",
+        "kuberay_plugin_rayjob",
+        "KUBERAY_PLUGIN_RAYJOB",
+    ),
+    (
         "kuberay-test-plugin-chaos",
         "kuberay_test_plugin_chaos",
         "KUBERAY_PLUGIN_CHAOS",

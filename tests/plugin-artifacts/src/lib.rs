@@ -3,5 +3,8 @@
 /// The RayCluster plugin (`plugins/raycluster`).
 pub const RAYCLUSTER: &str = env!("KUBERAY_PLUGIN_RAYCLUSTER");
 
+/// The RayJob plugin (`plugins/rayjob`).
+pub const RAYJOB: &str = env!("KUBERAY_PLUGIN_RAYJOB");
+
 /// The misbehaving test plugin (`tests/plugins/chaos`).
 pub const CHAOS: &str = env!("KUBERAY_PLUGIN_CHAOS");
