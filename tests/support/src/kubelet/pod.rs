@@ -25,7 +25,7 @@ use crate::{
     workloads::{
         Workload,
         echo::EchoServers,
-        fake_ray::{FakeHead, ListenOn, RayPorts},
+        fake_ray::{FakeHead, FakeOptions, ListenOn, RayPorts},
         real_ray::{RealRayConfig, RealRayHead},
     },
 };
@@ -188,6 +188,9 @@ impl PodRunner {
                         ip: sb.ip,
                     },
                     ray_ports(&self.pod),
+                    FakeOptions {
+                        submit_delay: self.directives.fake_submit_delay,
+                    },
                 )
                 .await
                 .map_err(|e| e.to_string())?,
