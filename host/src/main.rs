@@ -27,7 +27,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the operator.
-    Operator(OperatorArgs),
+    Operator(Box<OperatorArgs>),
     /// Load a plugin and print what it reconciles, owns and asks for, and what it would be granted.
     Inspect {
         plugin: PathBuf,
@@ -72,6 +72,16 @@ struct OperatorArgs {
     /// Where /healthz and /readyz are served (may equal --metrics-bind-address).
     #[arg(long, default_value = "0.0.0.0:8082")]
     health_probe_bind_address: SocketAddr,
+    /// Reach Ray heads only through the API server's proxy subresources (services/.../proxy and
+    /// pods/.../proxy), for operators that cannot reach Pod addresses.
+    #[arg(long)]
+    use_kubernetes_proxy: bool,
+    /// The cluster's DNS domain, used in head Service names when reaching Ray heads directly.
+    #[arg(long, default_value = "cluster.local")]
+    cluster_domain: String,
+    /// Timeout of one request to a Ray head (default: 2s direct, 10s through the API server).
+    #[arg(long, value_parser = parse_duration)]
+    ray_request_timeout: Option<Duration>,
     /// Kubeconfig to use; otherwise KUBECONFIG, ~/.kube/config or the in-cluster service account.
     #[arg(long, env = "KUBECONFIG")]
     kubeconfig: Option<PathBuf>,
@@ -104,7 +114,7 @@ fn main() -> anyhow::Result<()> {
     telemetry::init(cli.log_format);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     match cli.command {
-        Command::Operator(args) => runtime.block_on(operator(args)),
+        Command::Operator(args) => runtime.block_on(operator(*args)),
         Command::Inspect {
             plugin,
             allow_secrets,
@@ -126,6 +136,9 @@ async fn operator(args: OperatorArgs) -> anyhow::Result<()> {
     };
     config.secrets_allowed_for = args.allow_secrets;
     config.kubeconfig = args.kubeconfig;
+    config.use_kubernetes_proxy = args.use_kubernetes_proxy;
+    config.cluster_domain = args.cluster_domain;
+    config.ray_timeout = args.ray_request_timeout;
     config.instance = std::env::var("POD_NAME")
         .ok()
         .or_else(|| std::env::var("HOSTNAME").ok());

@@ -20,6 +20,7 @@ use crate::{
     controller::{self, Failures, Shared},
     kubernetes::{KubeBridge, WatchScope},
     metrics::Metrics,
+    ray::{RayBridge, RoutingMode},
     sandbox::{CallLimits, GrantPolicy, Sandbox, SandboxConfig},
     server::{self, Health},
 };
@@ -42,6 +43,12 @@ pub struct OperatorConfig {
     pub kubeconfig: Option<PathBuf>,
     /// Identifies this replica in events (the Pod name in a cluster).
     pub instance: Option<String>,
+    /// Reach Ray heads only through the API server's proxy subresources.
+    pub use_kubernetes_proxy: bool,
+    /// The cluster's DNS domain, for the head Service names of direct routing.
+    pub cluster_domain: String,
+    /// Timeout of one request to a Ray head; KubeRay's 2 s (direct) or 10 s (proxy) when `None`.
+    pub ray_timeout: Option<Duration>,
 }
 
 impl OperatorConfig {
@@ -59,6 +66,9 @@ impl OperatorConfig {
             health_addr: SocketAddr::from(([0, 0, 0, 0], 8082)),
             kubeconfig: None,
             instance: None,
+            use_kubernetes_proxy: false,
+            cluster_domain: "cluster.local".into(),
+            ray_timeout: None,
         }
     }
 
@@ -101,6 +111,12 @@ impl OperatorConfig {
     }
 
     #[must_use]
+    pub fn with_kubernetes_proxy(mut self, enabled: bool) -> Self {
+        self.use_kubernetes_proxy = enabled;
+        self
+    }
+
+    #[must_use]
     pub fn with_reload_interval(mut self, interval: Option<Duration>) -> Self {
         self.reload_interval = interval;
         self
@@ -120,7 +136,7 @@ pub enum OperatorError {
     },
 }
 
-async fn client(config: &OperatorConfig) -> Result<Client, OperatorError> {
+async fn kube_config(config: &OperatorConfig) -> Result<kube::Config, OperatorError> {
     let kube_config = match &config.kubeconfig {
         Some(path) => {
             let kubeconfig = kube::config::Kubeconfig::read_from(path)
@@ -133,7 +149,7 @@ async fn client(config: &OperatorConfig) -> Result<Client, OperatorError> {
             .await
             .map_err(|e| OperatorError::Client(e.to_string()))?,
     };
-    Client::try_from(kube_config).map_err(|e| OperatorError::Client(e.to_string()))
+    Ok(kube_config)
 }
 
 /// Runs the operator until `shutdown` resolves, then stops controllers (letting running reconciles finish)
@@ -151,7 +167,23 @@ pub async fn run_with_metrics(
     metrics: Metrics,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), OperatorError> {
-    let client = client(&config).await?;
+    let kube_config = kube_config(&config).await?;
+    let client = Client::try_from(kube_config.clone()).map_err(|e| OperatorError::Client(e.to_string()))?;
+    // Requests to Ray heads through the proxy must not be retried by the client: a 503 from the proxy is
+    // the answer ("no endpoints"), and retrying it would stall the reconcile for minutes.
+    let ray_client = {
+        let mut ray_config = kube_config;
+        ray_config.default_retry = false;
+        Client::try_from(ray_config).map_err(|e| OperatorError::Client(e.to_string()))?
+    };
+    let routing = if config.use_kubernetes_proxy {
+        RoutingMode::KubernetesProxy
+    } else {
+        RoutingMode::Direct {
+            cluster_domain: config.cluster_domain.clone(),
+        }
+    };
+    let ray = RayBridge::new(routing.clone(), config.ray_timeout, ray_client);
     let sandbox = Sandbox::new(
         SandboxConfig {
             cache_dir: config.cache_dir.clone(),
@@ -172,7 +204,13 @@ pub async fn run_with_metrics(
     } else {
         WatchScope::Namespaces(config.watch_namespaces.clone())
     };
-    let bridge = KubeBridge::new(client, scope.clone(), config.instance.clone(), metrics.clone());
+    let bridge = KubeBridge::new(
+        client,
+        scope.clone(),
+        config.instance.clone(),
+        metrics.clone(),
+        ray,
+    );
     let shared = Arc::new(Shared {
         sandbox: sandbox.clone(),
         bridge: bridge.clone(),
@@ -202,7 +240,10 @@ pub async fn run_with_metrics(
             }
         });
     }
-    tracing::info!(plugins = %config.plugins_dir.display(), ?scope, concurrency = config.concurrency, "operator starting");
+    tracing::info!(
+        plugins = %config.plugins_dir.display(), ?scope, concurrency = config.concurrency, ?routing,
+        "operator starting"
+    );
 
     let mut running: BTreeSet<Kind> = BTreeSet::new();
     let start = |kind: Kind, tasks: &mut JoinSet<()>| {

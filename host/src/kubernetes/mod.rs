@@ -17,10 +17,10 @@ pub use cache::{Caches, WatchScope};
 pub use discovery::{Discovery, Resolved};
 use kube::{
     Api, Client,
-    api::DynamicObject,
+    api::{DynamicObject, ListParams},
     runtime::{events::Reporter, reflector::ObjectRef},
 };
-use kuberay_plugin_sdk::{HostError, Kind};
+use kuberay_plugin_sdk::{HostError, Kind, selector::Selector};
 pub use object_host::ObjectHost;
 use serde_json::Value;
 
@@ -62,6 +62,7 @@ pub struct KubeBridge {
     applied: LastApplied,
     events: EventRecorders,
     metrics: Metrics,
+    pub ray: crate::ray::RayBridge,
 }
 
 impl KubeBridge {
@@ -70,6 +71,7 @@ impl KubeBridge {
         scope: WatchScope,
         reporter_instance: Option<String>,
         metrics: Metrics,
+        ray: crate::ray::RayBridge,
     ) -> Arc<Self> {
         Arc::new(Self {
             discovery: Discovery::new(client.clone()),
@@ -77,6 +79,7 @@ impl KubeBridge {
             overlay: Overlay::default(),
             applied: LastApplied::default(),
             events: EventRecorders::new(client.clone(), reporter_instance),
+            ray,
             client,
             metrics,
         })
@@ -113,6 +116,35 @@ impl KubeBridge {
             }
         };
         Ok(self.overlay.merge(&key, cached))
+    }
+
+    /// Objects of `kind` in `namespace` matching a label selector, as plugins see them (cache plus recent
+    /// writes; a direct list for kinds that are not cached).
+    pub async fn list(&self, kind: &Kind, namespace: &str, label_selector: &str) -> HostResult<Vec<Value>> {
+        let selector = Selector::parse(label_selector).map_err(|e| HostError::Invalid(e.to_string()))?;
+        let cached = match self.caches.store(kind, namespace) {
+            Some(store) => store
+                .state()
+                .iter()
+                .filter(|o| o.metadata.namespace.as_deref() == Some(namespace))
+                .filter(|o| selector.matches(o.metadata.labels.as_ref().unwrap_or(&Default::default())))
+                .map(|o| to_json(o))
+                .collect::<HostResult<Vec<Value>>>()?,
+            None => {
+                let resolved = self.discovery.resolve(kind).await?;
+                let api: Api<DynamicObject> =
+                    Api::namespaced_with(self.client.clone(), namespace, &resolved.resource);
+                let list = api
+                    .list(&ListParams::default().labels(label_selector))
+                    .await
+                    .map_err(errors::from_kube)?;
+                list.items
+                    .iter()
+                    .map(to_json)
+                    .collect::<HostResult<Vec<Value>>>()?
+            }
+        };
+        Ok(self.overlay.merge_list(kind, namespace, cached, &selector))
     }
 
     pub fn reporter(&self, plugin: &str) -> Reporter {

@@ -6,15 +6,10 @@ use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::{
     Api,
-    api::{
-        DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams, Preconditions,
-        PropagationPolicy,
-    },
+    api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy},
     runtime::events::{Event as KubeEvent, EventType as KubeEventType},
 };
-use kuberay_plugin_sdk::{
-    Event, EventType, HostError, Kind, LogLevel, RayRequest, RayResponse, selector::Selector,
-};
+use kuberay_plugin_sdk::{Event, EventType, HostError, Kind, LogLevel, RayRequest, RayResponse};
 use serde_json::{Value, json};
 
 use super::{
@@ -195,6 +190,22 @@ impl ObjectHost {
         Ok(())
     }
 
+    /// Whether the plugin may send requests to `cluster`: the object being reconciled, a RayCluster it owns,
+    /// or the one it selects (`spec.clusterSelector["ray.io/cluster"]`, as a RayJob does).
+    async fn may_reach(&self, cluster: &Value) -> HostResult<bool> {
+        let name = str_at(cluster, "/metadata/name").unwrap_or_default();
+        let is_primary =
+            self.primary.kind == Kind::new("ray.io", "v1", "RayCluster") && name == self.primary.name;
+        if is_primary || self.owned_by_primary(cluster) {
+            return Ok(true);
+        }
+        let primary = self.primary_now().await?;
+        Ok(primary
+            .pointer("/spec/clusterSelector/ray.io~1cluster")
+            .and_then(Value::as_str)
+            == Some(name))
+    }
+
     fn object_reference(&self) -> ObjectReference {
         ObjectReference {
             api_version: Some(self.primary.kind.api_version()),
@@ -218,32 +229,9 @@ impl HostApi for ObjectHost {
 
     fn list(&self, kind: Kind, label_selector: String) -> BoxFuture<'_, HostResult<Vec<Value>>> {
         Box::pin(async move {
-            let selector = Selector::parse(&label_selector).map_err(|e| HostError::Invalid(e.to_string()))?;
-            let namespace = &self.primary.namespace;
-            let cached = match self.bridge.caches.store(&kind, namespace) {
-                Some(store) => store
-                    .state()
-                    .iter()
-                    .filter(|o| o.metadata.namespace.as_deref() == Some(namespace))
-                    .filter(|o| selector.matches(o.metadata.labels.as_ref().unwrap_or(&Default::default())))
-                    .map(|o| to_json(o))
-                    .collect::<HostResult<Vec<Value>>>()?,
-                None => {
-                    let api = self.namespaced("list", &kind).await?;
-                    let list = api
-                        .list(&ListParams::default().labels(&label_selector))
-                        .await
-                        .map_err(from_kube)?;
-                    list.items
-                        .iter()
-                        .map(to_json)
-                        .collect::<HostResult<Vec<Value>>>()?
-                }
-            };
-            Ok(self
-                .bridge
-                .overlay
-                .merge_list(&kind, namespace, cached, &selector))
+            self.bridge
+                .list(&kind, &self.primary.namespace, &label_selector)
+                .await
         })
     }
 
@@ -411,7 +399,33 @@ impl HostApi for ObjectHost {
     }
 
     fn ray(&self, request: RayRequest) -> BoxFuture<'_, HostResult<RayResponse>> {
-        Box::pin(async move { crate::ray::send(&request).await })
+        Box::pin(async move {
+            let clusters = Kind::new("ray.io", "v1", "RayCluster");
+            if let Err(e) = crate::ray::validate_path(&request.path) {
+                return Err(self.refuse("ray-send", &clusters, e.to_string()));
+            }
+            let cluster = self
+                .bridge
+                .read(&clusters, &self.primary.namespace, &request.cluster)
+                .await?
+                .ok_or_else(|| {
+                    HostError::NotFound(format!("RayCluster {} does not exist", request.cluster))
+                })?;
+            if !self.may_reach(&cluster).await? {
+                return Err(self.refuse(
+                    "ray-send",
+                    &clusters,
+                    format!(
+                        "RayCluster {} is neither the reconciled object, nor owned by it, nor selected by it",
+                        request.cluster
+                    ),
+                ));
+            }
+            self.bridge
+                .ray
+                .send(&self.bridge, &self.primary.namespace, &cluster, &request)
+                .await
+        })
     }
 
     fn log(&self, level: LogLevel, message: &str, fields: &[(String, String)]) {

@@ -16,7 +16,7 @@ use crate::support::{
     OperatorOptions, apply_manifest, env, eventually, namespace, ready_cluster, sample, start_operator,
 };
 
-fn chaos_api(client: &kube::Client, ns: &str) -> Api<DynamicObject> {
+pub fn chaos_api(client: &kube::Client, ns: &str) -> Api<DynamicObject> {
     let gvk = GroupVersionKind::gvk("testing.kuberay-wasm.io", "v1", "Chaos");
     Api::namespaced_with(
         client.clone(),

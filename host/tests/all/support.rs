@@ -62,6 +62,8 @@ pub struct OperatorOptions {
     pub cache_dir: Option<PathBuf>,
     /// Credentials other than the admin's.
     pub kubeconfig: Option<PathBuf>,
+    /// Reach Ray heads through the API server's proxy subresources.
+    pub use_kubernetes_proxy: bool,
 }
 
 impl Default for OperatorOptions {
@@ -73,6 +75,7 @@ impl Default for OperatorOptions {
             reload: None,
             cache_dir: None,
             kubeconfig: None,
+            use_kubernetes_proxy: false,
         }
     }
 }
@@ -86,6 +89,15 @@ fn scratch_dir(what: &str) -> PathBuf {
             .map_or(0, |d| d.as_nanos())
     ));
     std::fs::create_dir_all(&dir).expect("creating a scratch directory");
+    dir
+}
+
+/// A fresh scratch directory with the given plugin components in it.
+pub fn plugins_dir_with(plugins: &[&str]) -> PathBuf {
+    let dir = scratch_dir("plugins");
+    for plugin in plugins {
+        install_plugin(&dir, plugin);
+    }
     dir
 }
 
@@ -120,7 +132,8 @@ pub async fn start_operator(env: &TestEnv, ns: &TestNamespace, options: Operator
         .with_limits(options.timeout, options.memory_mib << 20)
         .with_reload_interval(options.reload)
         .with_cache_dir(&cache_dir)
-        .with_addrs(metrics_addr, health_addr);
+        .with_addrs(metrics_addr, health_addr)
+        .with_kubernetes_proxy(options.use_kubernetes_proxy);
     config.instance = Some(format!("test-{}", ns.name()));
     let metrics = Metrics::new();
     let (stop, stopped) = oneshot::channel::<()>();

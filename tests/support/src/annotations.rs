@@ -29,3 +29,7 @@ pub const START_DELAY: &str = "testenv.kuberay-wasm.io/start-delay";
 /// of their containers (default 0).
 pub const RUN_SECONDS: &str = "testenv.kuberay-wasm.io/run-seconds";
 pub const EXIT_CODE: &str = "testenv.kuberay-wasm.io/exit-code";
+
+/// Seconds a fake Ray head waits before answering a job submission (it records the job first), so a test can
+/// stop an operator between submitting and seeing the answer.
+pub const FAKE_SUBMIT_DELAY: &str = "testenv.kuberay-wasm.io/fake-submit-delay";

@@ -32,6 +32,10 @@ pub struct EnvInfo {
     pub supervisor_pid: u32,
     /// Control-plane processes (etcd, kube-apiserver, kube-controller-manager).
     pub component_pids: Vec<u32>,
+    /// A network namespace with no route to Pods, for running an operator that must not reach them, and the
+    /// admin kubeconfig that works from inside it.
+    pub operator_netns: String,
+    pub operator_kubeconfig: PathBuf,
 }
 
 impl EnvInfo {

@@ -21,7 +21,7 @@ use crate::{
     error::{Error, Result},
     info::EnvInfo,
     kubelet::{HeadMode, KubeletConfig, SimKubelet},
-    network::PodNetwork,
+    network::{OperatorLink, PodNetwork},
     paths::Layout,
     stale,
 };
@@ -80,6 +80,7 @@ struct RunningEnv {
     info: EnvInfo,
     plane: ControlPlane,
     network: Arc<PodNetwork>,
+    operator_link: OperatorLink,
     kubelet: SimKubelet,
 }
 
@@ -89,6 +90,27 @@ async fn start(config: &SupervisorConfig, instance: &str, dir: &Path) -> Result<
     std::fs::write(dir.join(stale::COMPONENT_PIDS_FILE), pids.join("\n"))
         .map_err(Error::io("writing the component pid file"))?;
     let network = PodNetwork::create(instance).await?;
+    let api_server: std::net::SocketAddr = plane
+        .server()
+        .trim_start_matches("https://")
+        .parse()
+        .map_err(|e| Error::Other(format!("unexpected API server address {}: {e}", plane.server())))?;
+    let operator_link = match OperatorLink::create(instance, api_server).await {
+        Ok(link) => link,
+        Err(e) => {
+            network.destroy().await;
+            plane.stop().await;
+            return Err(e);
+        }
+    };
+    let operator_kubeconfig = dir.join("kubeconfigs/operator-isolated.kubeconfig");
+    crate::controlplane::write_kubeconfig_via(
+        &operator_kubeconfig,
+        &format!("https://{}", operator_link.api_addr),
+        plane.ca_cert(),
+        &plane.identities().admin,
+        Some("localhost"),
+    )?;
     let kubelet_config = KubeletConfig {
         node_name: NODE_NAME.to_string(),
         default_head: config.default_head,
@@ -105,6 +127,7 @@ async fn start(config: &SupervisorConfig, instance: &str, dir: &Path) -> Result<
     {
         Ok(k) => k,
         Err(e) => {
+            operator_link.destroy().await;
             network.destroy().await;
             plane.stop().await;
             return Err(e);
@@ -127,11 +150,14 @@ async fn start(config: &SupervisorConfig, instance: &str, dir: &Path) -> Result<
         state_dir: dir.to_path_buf(),
         supervisor_pid: std::process::id(),
         component_pids: plane.pids(),
+        operator_netns: operator_link.netns.clone(),
+        operator_kubeconfig,
     };
     Ok(RunningEnv {
         info,
         plane,
         network,
+        operator_link,
         kubelet,
     })
 }
@@ -163,6 +189,7 @@ impl RunningEnv {
 
     async fn stop(self) {
         self.kubelet.shutdown().await;
+        self.operator_link.destroy().await;
         self.network.destroy().await;
         self.plane.stop().await;
     }

@@ -11,10 +11,15 @@
 //! - `ungranted`: lists ServiceAccounts, a kind it never asked for;
 //! - `garbage`: hands the host a create call that is not JSON;
 //! - `print`: writes lines to stdout and stderr;
-//! - `requeue-max`: succeeds but asks to be requeued after the longest duration there is.
+//! - `requeue-max`: succeeds but asks to be requeued after the longest duration there is;
+//! - `ray`: applies the RayCluster `<name>-ray` from `spec.cluster` (a RayCluster spec) unless `spec.target`
+//!   names another cluster, then sends `GET spec.path` (default `/api/gcs_healthz`) to its head (`spec.role`:
+//!   `dashboard` (default), `serve` or `dashboard-agent`; `spec.via`: `cluster` (default) or `head-pod`) and
+//!   reports the answer's status code and body in `status.status` and `status.observed`.
 
 use kuberay_plugin_sdk::{
-    Capability, Host, HostError, Kind, Outcome, Plugin, PluginMetadata, ReconcileError, Request, Verb,
+    Capability, Host, HostError, Kind, Outcome, Plugin, PluginMetadata, PortRole, RayRequest, RayTarget,
+    ReconcileError, Request, Verb,
     serde_json::{Value, json},
 };
 
@@ -22,6 +27,10 @@ pub struct Chaos;
 
 fn config_maps() -> Kind {
     Kind::new("", "v1", "ConfigMap")
+}
+
+fn ray_clusters() -> Kind {
+    Kind::new("ray.io", "v1", "RayCluster")
 }
 
 fn chaos_kind() -> Kind {
@@ -49,9 +58,10 @@ impl Plugin for Chaos {
                     &[Verb::Get, Verb::List, Verb::Create, Verb::Apply, Verb::Delete],
                 ),
                 Capability::new(Kind::new("", "v1", "Secret"), &[Verb::Get]),
+                Capability::new(ray_clusters(), &[Verb::Get, Verb::Apply]),
             ],
             finalizer: None,
-            uses_ray_head: false,
+            uses_ray_head: true,
         }
     }
 
@@ -110,6 +120,7 @@ impl Plugin for Chaos {
                 eprintln!("chaos says hello on stderr");
                 Ok(Outcome::done())
             }
+            "ray" => ray(host, object, name),
             "requeue-max" => {
                 host.apply_status(&json!({"observed": "requeue-max"}))?;
                 Ok(Outcome::requeue_after(std::time::Duration::MAX))
@@ -119,6 +130,50 @@ impl Plugin for Chaos {
             ))),
         }
     }
+}
+
+fn ray(host: &impl Host, object: &Value, name: &str) -> Result<Outcome, ReconcileError> {
+    let cluster = match str_at(object, "/spec/target") {
+        "" => {
+            let cluster = json!({
+                "apiVersion": "ray.io/v1", "kind": "RayCluster",
+                "metadata": {"name": format!("{name}-ray")},
+                "spec": object.pointer("/spec/cluster").cloned().unwrap_or(json!({})),
+            });
+            host.apply(&cluster)?;
+            format!("{name}-ray")
+        }
+        target => target.to_string(),
+    };
+    let path = match str_at(object, "/spec/path") {
+        "" => "/api/gcs_healthz",
+        path => path,
+    };
+    let role = match str_at(object, "/spec/role") {
+        "serve" => PortRole::Serve,
+        "dashboard-agent" => PortRole::DashboardAgent,
+        _ => PortRole::Dashboard,
+    };
+    let target = if str_at(object, "/spec/via") == "head-pod" {
+        RayTarget::HeadPod
+    } else {
+        RayTarget::Cluster
+    };
+    let request = RayRequest {
+        cluster,
+        role,
+        target,
+        method: "GET".into(),
+        path: path.into(),
+        headers: vec![],
+        body: vec![],
+    };
+    let response = host.ray(&request)?;
+    host.apply_status(&json!({
+        "observed": String::from_utf8_lossy(&response.body).trim(),
+        "status": response.status,
+    }))?;
+    Ok(Outcome::requeue_after(std::time::Duration::from_secs(5)))
 }
 
 /// Calls the host's create import with text that is not JSON, bypassing the SDK's typed API.

@@ -90,10 +90,25 @@ impl Identities {
 
 /// Writes a kubeconfig that authenticates as `identity`.
 pub fn write_kubeconfig(path: &Path, server: &str, ca_file: &Path, identity: &Identity) -> Result<()> {
+    write_kubeconfig_via(path, server, ca_file, identity, None)
+}
+
+/// Writes a kubeconfig for reaching the API server through another address (a forwarder), checking its
+/// certificate against `tls_server_name` instead of the address.
+pub fn write_kubeconfig_via(
+    path: &Path,
+    server: &str,
+    ca_file: &Path,
+    identity: &Identity,
+    tls_server_name: Option<&str>,
+) -> Result<()> {
+    let server_name = tls_server_name
+        .map(|n| format!("\n    tls-server-name: {n}"))
+        .unwrap_or_default();
     let yaml = format!(
         "apiVersion: v1\nkind: Config\nclusters:\n- name: testenv\n  cluster:\n    server: {server}\n    \
-         certificate-authority: {ca}\nusers:\n- name: {user}\n  user:\n    token: {token}\ncontexts:\n- name: \
-         testenv\n  context:\n    cluster: testenv\n    user: {user}\n    namespace: default\n\
+         certificate-authority: {ca}{server_name}\nusers:\n- name: {user}\n  user:\n    token: {token}\ncontexts:\n- \
+         name: testenv\n  context:\n    cluster: testenv\n    user: {user}\n    namespace: default\n\
          current-context: testenv\n",
         ca = ca_file.display(),
         user = identity.user,

@@ -11,7 +11,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-pub use identities::{Identities, Identity, write_kubeconfig};
+pub use identities::{Identities, Identity, write_kubeconfig, write_kubeconfig_via};
 use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::{Api, Client};
 pub use pki::{KUBERNETES_SERVICE_IP, Pki};

@@ -40,6 +40,7 @@ pub struct Directives {
     pub start_delay: Duration,
     pub run_for: Option<Duration>,
     pub exit_code: Option<i32>,
+    pub fake_submit_delay: Duration,
 }
 
 impl Directives {
@@ -61,6 +62,8 @@ impl Directives {
             start_delay: seconds(annotations::START_DELAY).map_or(Duration::ZERO, Duration::from_secs_f64),
             run_for: seconds(annotations::RUN_SECONDS).map(Duration::from_secs_f64),
             exit_code: a.get(annotations::EXIT_CODE).and_then(|v| v.trim().parse().ok()),
+            fake_submit_delay: seconds(annotations::FAKE_SUBMIT_DELAY)
+                .map_or(Duration::ZERO, Duration::from_secs_f64),
         }
     }
 }

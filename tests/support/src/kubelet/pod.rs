@@ -25,7 +25,7 @@ use crate::{
     workloads::{
         Workload,
         echo::EchoServers,
-        fake_ray::{FakeHead, ListenOn, RayPorts},
+        fake_ray::{FakeHead, FakeOptions, ListenOn, RayPorts},
         real_ray::{RealRayConfig, RealRayHead},
     },
 };
@@ -188,6 +188,9 @@ impl PodRunner {
                         ip: sb.ip,
                     },
                     ray_ports(&self.pod),
+                    FakeOptions {
+                        submit_delay: self.directives.fake_submit_delay,
+                    },
                 )
                 .await
                 .map_err(|e| e.to_string())?,
@@ -203,7 +206,7 @@ impl PodRunner {
                     ip: sb.ip,
                     ports: ray_ports(&self.pod),
                     gcs_port: named_port(&self.pod, &["gcs-server", "gcs"]),
-                    num_cpus: 1,
+                    resource_flags: crate::workloads::real_ray::resource_flags(generated_command(&self.pod).as_deref()),
                     temp_dir: &self.shared.config.state_dir.join(format!("ray/{key}")),
                     log: &self.shared.config.state_dir.join(format!(
                         "logs/ray-{}-{}.log",
@@ -441,6 +444,12 @@ async fn plan_for(shared: &Shared, pod: &Pod, directives: &Directives) -> Plan {
         HeadMode::Fake => Plan::FakeRay,
         HeadMode::None => Plan::Simulated,
     }
+}
+
+/// The Ray container's generated `ray start` command (KubeRay exports it as `KUBERAY_GEN_RAY_START_CMD`).
+fn generated_command(pod: &Pod) -> Option<String> {
+    let container = pod.spec.as_ref()?.containers.first()?;
+    container.env.iter().flatten().find(|e| e.name == "KUBERAY_GEN_RAY_START_CMD").and_then(|e| e.value.clone())
 }
 
 fn container_ports(pod: &Pod) -> Vec<u16> {

@@ -5,6 +5,7 @@
 
 mod iproute;
 mod netns;
+mod operator_link;
 mod subnet;
 
 use std::{
@@ -14,6 +15,7 @@ use std::{
 };
 
 pub use netns::bind_in_netns;
+pub use operator_link::OperatorLink;
 pub use subnet::Subnet;
 
 use crate::error::{Error, Result};

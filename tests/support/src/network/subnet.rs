@@ -6,7 +6,6 @@ use std::{fmt, fs::File, net::Ipv4Addr};
 use crate::error::{Error, Result};
 
 const RANGE_START: u32 = u32::from_be_bytes([10, 240, 0, 0]);
-const RANGE_BLOCKS: u32 = 256;
 const PREFIX: u8 = 20;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,10 +66,10 @@ fn parse_destination(dst: &str) -> Option<Subnet> {
     Some(Subnet::new(addr.parse().ok()?, prefix.parse().ok()?))
 }
 
-/// The first free /20, judged against every IPv4 route in every routing table.
-pub async fn choose_free() -> Result<Subnet> {
+/// Every IPv4 route destination in every routing table.
+async fn taken() -> Result<Vec<Subnet>> {
     let routes = super::iproute::output(&["-4", "route", "show", "table", "all"]).await?;
-    let taken: Vec<Subnet> = routes
+    Ok(routes
         .lines()
         .filter_map(|l| {
             let mut words = l.split_whitespace();
@@ -83,14 +82,37 @@ pub async fn choose_free() -> Result<Subnet> {
             };
             (dst != "default").then(|| parse_destination(dst)).flatten()
         })
-        .collect();
-    (0..RANGE_BLOCKS)
+        .collect())
+}
+
+/// The first block of `prefix` bits in `range` that no route overlaps.
+async fn first_free(range: Subnet, prefix: u8) -> Result<Subnet> {
+    let taken = taken().await?;
+    let blocks = 1u32 << (u32::from(prefix) - u32::from(range.prefix));
+    (0..blocks)
         .map(|i| Subnet {
-            base: RANGE_START + (i << (32 - u32::from(PREFIX))),
-            prefix: PREFIX,
+            base: range.base + (i << (32 - u32::from(prefix))),
+            prefix,
         })
         .find(|candidate| !taken.iter().any(|t| t.overlaps(candidate)))
-        .ok_or_else(|| Error::Network("no free /20 left in 10.240.0.0/12 for a pod network".into()))
+        .ok_or_else(|| Error::Network(format!("no free /{prefix} left in {range}")))
+}
+
+/// The first free /20 for a pod network, in 10.240.0.0/12.
+pub async fn choose_free() -> Result<Subnet> {
+    first_free(
+        Subnet {
+            base: RANGE_START,
+            prefix: 12,
+        },
+        PREFIX,
+    )
+    .await
+}
+
+/// The first free /30 for an operator link, in 10.239.0.0/16.
+pub async fn choose_free_link() -> Result<Subnet> {
+    first_free(Subnet::new(Ipv4Addr::new(10, 239, 0, 0), 16), 30).await
 }
 
 /// Exclusive lock held while a subnet is chosen and the bridge takes it.

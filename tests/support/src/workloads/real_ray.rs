@@ -25,7 +25,9 @@ pub struct RealRayConfig<'a> {
     pub ip: Ipv4Addr,
     pub ports: RayPorts,
     pub gcs_port: Option<u16>,
-    pub num_cpus: u32,
+    /// Logical resources the head advertises (`--num-cpus=…`, `--num-gpus=…`, `--resources=…`), as the
+    /// Pod's generated `ray start` command has them.
+    pub resource_flags: Vec<String>,
     pub temp_dir: &'a Path,
     pub log: &'a Path,
 }
@@ -53,13 +55,13 @@ impl RealRayHead {
                 format!("--dashboard-agent-listen-port={}", config.ports.agent),
                 format!("--ray-client-server-port={CLIENT_PORT}"),
                 format!("--metrics-export-port={METRICS_PORT}"),
-                format!("--num-cpus={}", config.num_cpus),
                 // Ray sizes its object store from the machine's memory; several heads on one test machine
                 // must not each reserve a third of it.
                 "--object-store-memory=100000000".to_string(),
                 format!("--temp-dir={}", config.temp_dir.display()),
                 "--disable-usage-stats".to_string(),
             ])
+            .args(&config.resource_flags)
             // Entrypoints say `python`, which must be the virtualenv's, as it is Ray's in a Ray image.
             .env("PATH", search_path(config.ray_cli))
             .env("RAY_USAGE_STATS_ENABLED", "0")
@@ -98,6 +100,47 @@ impl RealRayHead {
     }
 }
 
+/// The logical-resource flags of a generated `ray start` command (KubeRay's `KUBERAY_GEN_RAY_START_CMD`),
+/// unquoted as the shell would; one CPU when the command names none.
+pub fn resource_flags(command: Option<&str>) -> Vec<String> {
+    let mut flags = Vec::new();
+    for name in ["--num-cpus=", "--num-gpus=", "--resources="] {
+        if let Some(value) = command.and_then(|c| flag_value(c, name)) {
+            flags.push(format!("{name}{value}"));
+        }
+    }
+    if !flags.iter().any(|f| f.starts_with("--num-cpus=")) {
+        flags.push("--num-cpus=1".into());
+    }
+    flags
+}
+
+/// The value of `--name=` in a shell command line, with one level of single or double quotes removed.
+fn flag_value(command: &str, name: &str) -> Option<String> {
+    let start = command.find(name)? + name.len();
+    let rest = &command[start..];
+    let mut chars = rest.chars().peekable();
+    let mut value = String::new();
+    match chars.peek() {
+        Some('\'') => {
+            chars.next();
+            value.extend(chars.take_while(|c| *c != '\''));
+        }
+        Some('"') => {
+            chars.next();
+            while let Some(c) = chars.next() {
+                match c {
+                    '\\' => value.extend(chars.next()),
+                    '"' => break,
+                    c => value.push(c),
+                }
+            }
+        }
+        _ => value.extend(chars.take_while(|c| !c.is_whitespace() && *c != ';')),
+    }
+    Some(value)
+}
+
 /// `PATH` with the virtualenv's `bin` (where `ray` lives) first.
 fn search_path(ray_cli: &Path) -> std::ffi::OsString {
     let mut dirs: Vec<std::path::PathBuf> = ray_cli.parent().map(Path::to_path_buf).into_iter().collect();
@@ -127,4 +170,21 @@ pub async fn http_get(url: &str, timeout: Duration) -> Option<String> {
         head.starts_with("HTTP/1.1 200").then(|| body.to_string())
     };
     tokio::time::timeout(timeout, fetch).await.ok().flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::resource_flags;
+
+    #[test]
+    fn resource_flags_come_from_the_generated_command() {
+        let command = r#"ray start --head --num-cpus=3 --num-gpus=2 --resources='{"resource1": 2, "resource2": 3}' --block"#;
+        assert_eq!(
+            resource_flags(Some(command)),
+            vec!["--num-cpus=3", "--num-gpus=2", r#"--resources={"resource1": 2, "resource2": 3}"#]
+        );
+        let quoted = r#"ray start --resources="{\"a\": 1}" --num-cpus=1"#;
+        assert_eq!(resource_flags(Some(quoted)), vec!["--num-cpus=1", r#"--resources={"a": 1}"#]);
+        assert_eq!(resource_flags(None), vec!["--num-cpus=1"]);
+    }
 }

@@ -138,6 +138,8 @@ impl Job {
 pub struct JobStore {
     jobs: Mutex<BTreeMap<u64, Job>>,
     next: Mutex<u64>,
+    /// Submission attempts per submission id, duplicates included (a test knob, not a Ray endpoint).
+    attempts: Mutex<BTreeMap<String, u32>>,
 }
 
 impl JobStore {
@@ -225,7 +227,21 @@ pub async fn submit(State(head): State<FakeHead>, body: axum::body::Bytes) -> Re
             script,
         },
     );
+    if !head.options.submit_delay.is_zero() {
+        tokio::time::sleep(head.options.submit_delay).await;
+    }
     Json(json!({ "job_id": submission_id, "submission_id": submission_id })).into_response()
+}
+
+/// `GET /testenv/submissions`: how many times each submission id was submitted.
+pub async fn submissions(State(head): State<FakeHead>) -> Response {
+    let attempts = head
+        .jobs
+        .attempts
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    Json(json!(attempts)).into_response()
 }
 
 pub async fn list(State(head): State<FakeHead>) -> Response {

@@ -25,6 +25,13 @@ use tokio::{sync::watch, task::JoinHandle};
 
 use crate::{error::Result, network::bind_in_netns};
 
+/// Test knobs of a fake head.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FakeOptions {
+    /// How long a job submission takes to answer (the job is recorded before the wait).
+    pub submit_delay: std::time::Duration,
+}
+
 /// Ports of one head, as the Pod declares them (KubeRay's defaults otherwise).
 #[derive(Debug, Clone, Copy)]
 pub struct RayPorts {
@@ -71,6 +78,7 @@ pub struct FakeHead {
     frozen: Arc<watch::Sender<bool>>,
     listen: ListenOn,
     ports: RayPorts,
+    options: FakeOptions,
     addrs: Arc<Mutex<Addrs>>,
     tasks: Arc<Mutex<Vec<JoinHandle<()>>>>,
 }
@@ -84,13 +92,14 @@ pub struct Addrs {
 
 impl FakeHead {
     /// Starts the dashboard and dashboard-agent servers; the Serve proxy starts with the first deployment.
-    pub async fn start(listen: ListenOn, ports: RayPorts) -> Result<Self> {
+    pub async fn start(listen: ListenOn, ports: RayPorts, options: FakeOptions) -> Result<Self> {
         let head = Self {
             jobs: Arc::default(),
             serve: Arc::default(),
             frozen: Arc::new(watch::channel(false).0),
             listen,
             ports,
+            options,
             addrs: Arc::default(),
             tasks: Arc::default(),
         };
@@ -139,6 +148,7 @@ impl FakeHead {
                 "/api/serve/applications/",
                 get(serve::details).put(serve::deploy).delete(serve::shutdown),
             )
+            .route("/testenv/submissions", get(jobs::submissions))
             .layer(middleware::from_fn_with_state(self.clone(), freeze_gate))
             .with_state(self.clone())
     }

@@ -1,0 +1,189 @@
+//! Where a request to a Ray head goes. The host, never the plugin, decides:
+//!
+//! - directly: the cluster is `http://<head-svc>.<ns>.svc.<domain>:<port>` (the port the head Service names
+//!   after the role) and the head Pod is `http://<podIP>:<port>`. Service names are resolved to the Service's
+//!   ready endpoints through the Kubernetes API, the way cluster DNS resolves a headless Service, so direct
+//!   mode works wherever the operator can reach Pod addresses, in a cluster or next to one;
+//! - through the API server (`--use-kubernetes-proxy`): `/api/v1/namespaces/<ns>/services/<head-svc>:<port
+//!   name>/proxy<path>` and `/api/v1/namespaces/<ns>/pods/<pod>:<port>/proxy<path>`, with the operator's own
+//!   credentials, for operators that cannot reach Pods.
+
+use std::net::SocketAddr;
+
+use kuberay_plugin_sdk::{HostError, Kind, PortRole, RayTarget};
+use serde_json::Value;
+
+use crate::{kubernetes::KubeBridge, sandbox::host_api::HostResult};
+
+/// How the operator reaches Ray heads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RoutingMode {
+    Direct { cluster_domain: String },
+    KubernetesProxy,
+}
+
+/// A resolved destination.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    /// `authority` is what the URL names (and the Host header carries); `addrs` are where it resolves.
+    Direct {
+        authority: String,
+        addrs: Vec<SocketAddr>,
+        kind: &'static str,
+    },
+    /// An API server path (without the Ray path).
+    Proxy { prefix: String, kind: &'static str },
+}
+
+impl Route {
+    /// A label for metrics: `direct-service`, `direct-pod`, `proxy-service` or `proxy-pod`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Self::Direct { kind, .. } | Self::Proxy { kind, .. } => kind,
+        }
+    }
+}
+
+fn role_port_name(role: PortRole) -> &'static str {
+    match role {
+        PortRole::Dashboard => "dashboard",
+        PortRole::Serve => "serve",
+        PortRole::DashboardAgent => "dashboard-agent",
+    }
+}
+
+/// KubeRay's default port of each role, used when the head container does not name one.
+fn default_port(role: PortRole) -> u16 {
+    match role {
+        PortRole::Dashboard => 8265,
+        PortRole::Serve => 8000,
+        PortRole::DashboardAgent => 52365,
+    }
+}
+
+fn str_at<'a>(object: &'a Value, pointer: &str) -> Option<&'a str> {
+    object
+        .pointer(pointer)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+}
+
+fn unavailable(message: String) -> HostError {
+    HostError::Unavailable(message)
+}
+
+/// The head Service of a RayCluster: the one its status names, else KubeRay's default name.
+pub fn head_service_name(cluster: &Value) -> String {
+    str_at(cluster, "/status/head/serviceName")
+        .or_else(|| str_at(cluster, "/spec/headGroupSpec/headService/metadata/name"))
+        .map(str::to_string)
+        .unwrap_or_else(|| {
+            format!(
+                "{}-head-svc",
+                str_at(cluster, "/metadata/name").unwrap_or_default()
+            )
+        })
+}
+
+pub async fn resolve(
+    bridge: &KubeBridge,
+    mode: &RoutingMode,
+    namespace: &str,
+    cluster: &Value,
+    role: PortRole,
+    target: RayTarget,
+) -> HostResult<Route> {
+    let cluster_name = str_at(cluster, "/metadata/name").unwrap_or_default();
+    match target {
+        RayTarget::Cluster => {
+            let service_name = head_service_name(cluster);
+            let service = bridge
+                .read(&Kind::new("", "v1", "Service"), namespace, &service_name)
+                .await?
+                .ok_or_else(|| {
+                    unavailable(format!(
+                        "RayCluster {cluster_name} has no head Service {service_name} yet"
+                    ))
+                })?;
+            let port_name = role_port_name(role);
+            let port = service
+                .pointer("/spec/ports")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .find(|p| p["name"] == port_name)
+                .ok_or_else(|| {
+                    unavailable(format!(
+                        "head Service {service_name} has no port named {port_name}"
+                    ))
+                })?;
+            match mode {
+                RoutingMode::KubernetesProxy => Ok(Route::Proxy {
+                    prefix: format!(
+                        "/api/v1/namespaces/{namespace}/services/{service_name}:{port_name}/proxy"
+                    ),
+                    kind: "proxy-service",
+                }),
+                RoutingMode::Direct { cluster_domain } => {
+                    let service_port = port.get("port").and_then(Value::as_u64).unwrap_or(0);
+                    let addrs =
+                        super::endpoints::resolve(bridge, namespace, &service_name, port_name).await?;
+                    Ok(Route::Direct {
+                        authority: format!("{service_name}.{namespace}.svc.{cluster_domain}:{service_port}"),
+                        addrs,
+                        kind: "direct-service",
+                    })
+                }
+            }
+        }
+        RayTarget::HeadPod => {
+            let pod = head_pod(bridge, namespace, cluster).await?;
+            let pod_name = str_at(&pod, "/metadata/name").unwrap_or_default().to_string();
+            let port = pod
+                .pointer("/spec/containers/0/ports")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .find(|p| p["name"] == role_port_name(role))
+                .and_then(|p| p.get("containerPort").and_then(Value::as_u64))
+                .and_then(|p| u16::try_from(p).ok())
+                .unwrap_or_else(|| default_port(role));
+            match mode {
+                RoutingMode::KubernetesProxy => Ok(Route::Proxy {
+                    prefix: format!("/api/v1/namespaces/{namespace}/pods/{pod_name}:{port}/proxy"),
+                    kind: "proxy-pod",
+                }),
+                RoutingMode::Direct { .. } => {
+                    let ip = str_at(&pod, "/status/podIP")
+                        .ok_or_else(|| unavailable(format!("head Pod {pod_name} has no address yet")))?;
+                    let addr: SocketAddr = format!("{ip}:{port}").parse().map_err(|_| {
+                        unavailable(format!("head Pod {pod_name} has an unusable address {ip}"))
+                    })?;
+                    Ok(Route::Direct {
+                        authority: addr.to_string(),
+                        addrs: vec![addr],
+                        kind: "direct-pod",
+                    })
+                }
+            }
+        }
+    }
+}
+
+/// The head Pod: the one the status names if it still exists, else the Pod labelled as the head.
+async fn head_pod(bridge: &KubeBridge, namespace: &str, cluster: &Value) -> HostResult<Value> {
+    let pods = Kind::new("", "v1", "Pod");
+    if let Some(name) = str_at(cluster, "/status/head/podName")
+        && let Some(pod) = bridge.read(&pods, namespace, name).await?
+    {
+        return Ok(pod);
+    }
+    let cluster_name = str_at(cluster, "/metadata/name").unwrap_or_default();
+    let selector = format!("ray.io/cluster={cluster_name},ray.io/node-type=head");
+    bridge
+        .list(&pods, namespace, &selector)
+        .await?
+        .into_iter()
+        .find(|p| p.pointer("/metadata/deletionTimestamp").is_none())
+        .ok_or_else(|| unavailable(format!("RayCluster {cluster_name} has no head Pod yet")))
+}

@@ -1,0 +1,331 @@
+//! Plugins reach Ray heads only through the host, which picks the route: directly (head Service endpoints,
+//! head Pod address) or, with `--use-kubernetes-proxy`, only through the API server's proxy subresources.
+//! It refuses clusters the plugin's object neither is, owns nor selects, and paths that escape.
+
+use std::{process::Stdio, time::Duration};
+
+use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+
+use crate::{
+    containment::{chaos_api, install_chaos_crd_for_tests},
+    support::{
+        OperatorOptions, env, eventually, namespace, plugins_dir_with, rayclusters, ready_cluster,
+        start_operator,
+    },
+};
+
+fn small_cluster() -> Value {
+    json!({
+        "rayVersion": "2.52.0",
+        "headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [{
+            "name": "ray-head", "image": "rayproject/ray:2.52.0",
+            "ports": [{"name": "gcs-server", "containerPort": 6379}, {"name": "dashboard", "containerPort": 8265}],
+        }]}}},
+    })
+}
+
+async fn create_chaos(api: &kube::Api<DynamicObject>, name: &str, spec: Value) {
+    let mut spec = spec;
+    spec["behaviour"] = json!("ray");
+    let object: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "testing.kuberay-wasm.io/v1", "kind": "Chaos", "metadata": {"name": name}, "spec": spec,
+    }))
+    .unwrap();
+    api.create(&PostParams::default(), &object).await.unwrap();
+}
+
+/// The answer the chaos plugin recorded, once it has one.
+async fn answer(api: &kube::Api<DynamicObject>, name: &str) -> (u64, String) {
+    eventually(
+        &format!("{name} to get an answer from its Ray head"),
+        Duration::from_secs(90),
+        || async {
+            let object = serde_json::to_value(api.get(name).await.ok()?).ok()?;
+            Some((
+                object["status"]["status"].as_u64()?,
+                object["status"]["observed"].as_str()?.to_string(),
+            ))
+        },
+    )
+    .await
+}
+
+async fn failure(api: &kube::Api<DynamicObject>, name: &str) -> String {
+    eventually(
+        &format!("{name} to be reported"),
+        Duration::from_secs(60),
+        || async {
+            let object = serde_json::to_value(api.get(name).await.ok()?).ok()?;
+            let condition = object["status"]["conditions"]
+                .as_array()?
+                .iter()
+                .find(|c| c["type"] == "Reconciled")?
+                .clone();
+            Some(condition["message"].as_str()?.to_string())
+        },
+    )
+    .await
+}
+
+async fn routes_are_taken(proxy: bool) {
+    let env = env().await;
+    let client = env.client().await.unwrap();
+    install_chaos_crd_for_tests(&client).await;
+    let ns = namespace(env, if proxy { "route-proxy" } else { "route-direct" }).await;
+    let options = OperatorOptions {
+        plugins: vec![
+            kuberay_plugin_artifacts::RAYCLUSTER,
+            kuberay_plugin_artifacts::CHAOS,
+        ],
+        use_kubernetes_proxy: proxy,
+        ..OperatorOptions::default()
+    };
+    let operator = start_operator(env, &ns, options).await;
+    let chaos = chaos_api(&client, ns.name());
+
+    create_chaos(&chaos, "svc", json!({"cluster": small_cluster()})).await;
+    assert_eq!(answer(&chaos, "svc").await, (200, "success".to_string()));
+    create_chaos(&chaos, "pod", json!({"cluster": small_cluster(), "via": "head-pod", "role": "dashboard-agent", "path": "/api/local_raylet_healthz"})).await;
+    assert_eq!(answer(&chaos, "pod").await, (200, "success".to_string()));
+    // Ray's own errors come back as answers (a 404 for an unknown job), not as host errors.
+    create_chaos(
+        &chaos,
+        "missing",
+        json!({"cluster": small_cluster(), "path": "/api/jobs/nope"}),
+    )
+    .await;
+    assert_eq!(
+        answer(&chaos, "missing").await,
+        (404, "Job nope does not exist".to_string())
+    );
+
+    let prefix = if proxy { "proxy" } else { "direct" };
+    assert!(
+        operator.metric(
+            "kuberay_wasm_ray_requests_total",
+            &[&format!("route=\"{prefix}-service\""), "outcome=\"ok\""]
+        ) >= 1.0
+    );
+    assert!(
+        operator.metric(
+            "kuberay_wasm_ray_requests_total",
+            &[&format!("route=\"{prefix}-pod\""), "outcome=\"ok\""]
+        ) >= 1.0
+    );
+    let other = if proxy { "direct" } else { "proxy" };
+    assert_eq!(
+        operator.metric("kuberay_wasm_ray_requests_total", &[&format!("route=\"{other}-")]),
+        0.0
+    );
+    operator.stop().await;
+}
+
+#[tokio::test]
+async fn direct_routing_reaches_the_head_service_and_pod() {
+    routes_are_taken(false).await;
+}
+
+#[tokio::test]
+async fn proxy_routing_reaches_the_head_service_and_pod() {
+    routes_are_taken(true).await;
+}
+
+#[tokio::test]
+async fn clusters_the_object_does_not_own_or_select_and_escaping_paths_are_refused() {
+    let env = env().await;
+    let client = env.client().await.unwrap();
+    install_chaos_crd_for_tests(&client).await;
+    let ns = namespace(env, "route-refused").await;
+    let options = OperatorOptions {
+        plugins: vec![
+            kuberay_plugin_artifacts::RAYCLUSTER,
+            kuberay_plugin_artifacts::CHAOS,
+        ],
+        ..OperatorOptions::default()
+    };
+    let operator = start_operator(env, &ns, options).await;
+    let chaos = chaos_api(&client, ns.name());
+    // A cluster nobody's Chaos object owns.
+    let cluster = json!({"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "shared"}, "spec": small_cluster()});
+    rayclusters(&client, &ns)
+        .patch(
+            "shared",
+            &PatchParams::apply("kuberay-wasm-tests"),
+            &Patch::Apply(&cluster),
+        )
+        .await
+        .unwrap();
+    ready_cluster(&client, &ns, "shared").await;
+
+    create_chaos(&chaos, "foreign", json!({"target": "shared"})).await;
+    let message = failure(&chaos, "foreign").await;
+    assert!(
+        message.contains("neither the reconciled object, nor owned by it, nor selected by it"),
+        "{message}"
+    );
+    // Selecting it (as a RayJob's clusterSelector does) makes it reachable.
+    create_chaos(
+        &chaos,
+        "selector",
+        json!({"target": "shared", "clusterSelector": {"ray.io/cluster": "shared"}}),
+    )
+    .await;
+    assert_eq!(answer(&chaos, "selector").await, (200, "success".to_string()));
+
+    for (name, path) in [
+        ("dotdot", "/api/../../api/v1/namespaces/kube-system/secrets"),
+        ("encoded", "/api/%2e%2e/secrets"),
+        ("double", "//api"),
+    ] {
+        create_chaos(
+            &chaos,
+            name,
+            json!({"target": "shared", "clusterSelector": {"ray.io/cluster": "shared"}, "path": path}),
+        )
+        .await;
+        let message = failure(&chaos, name).await;
+        assert!(message.contains("refused path"), "{name}: {message}");
+    }
+    assert!(operator.metric("kuberay_wasm_refused_calls_total", &["verb=\"ray-send\""]) >= 4.0);
+    operator.stop().await;
+}
+
+/// Runs the operator binary inside the test environment's operator network namespace, which has a route to
+/// the API server (through a forwarder) and none to any Pod.
+fn isolated_operator(
+    env: &kuberay_testenv::TestEnv,
+    ns: &str,
+    plugins: &std::path::Path,
+    proxy: bool,
+) -> tokio::process::Child {
+    let cache = plugins.join(".cache");
+    let mut command = tokio::process::Command::new("ip");
+    command
+        .args([
+            "netns",
+            "exec",
+            &env.info().operator_netns,
+            env!("CARGO_BIN_EXE_kuberay-wasm"),
+            "operator",
+        ])
+        .arg("--plugins")
+        .arg(plugins)
+        .arg("--kubeconfig")
+        .arg(&env.info().operator_kubeconfig)
+        .args([
+            "--watch-namespace",
+            ns,
+            "--plugin-reload-interval",
+            "0",
+            "--metrics-bind-address",
+            "127.0.0.1:18080",
+        ])
+        .args(["--health-probe-bind-address", "127.0.0.1:18082", "--cache-dir"])
+        .arg(cache)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true);
+    if proxy {
+        command.arg("--use-kubernetes-proxy");
+    }
+    command.spawn().expect("starting the isolated operator")
+}
+
+/// The isolated operator's metrics, fetched from inside its namespace.
+async fn isolated_metrics(env: &kuberay_testenv::TestEnv) -> String {
+    let out = tokio::process::Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &env.info().operator_netns,
+            "curl",
+            "-s",
+            "http://127.0.0.1:18080/metrics",
+        ])
+        .output()
+        .await
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[tokio::test]
+async fn an_operator_that_cannot_reach_pods_works_through_the_api_server_proxy_only() {
+    let env = env().await;
+    let client = env.client().await.unwrap();
+    install_chaos_crd_for_tests(&client).await;
+    let plugins = plugins_dir_with(&[
+        kuberay_plugin_artifacts::RAYCLUSTER,
+        kuberay_plugin_artifacts::CHAOS,
+    ]);
+
+    // The namespace really is cut off from the Pods: the same operator in direct mode gets no answer.
+    let direct_ns = namespace(env, "isolated-direct").await;
+    let mut direct = isolated_operator(env, direct_ns.name(), &plugins, false);
+    let chaos = chaos_api(&client, direct_ns.name());
+    create_chaos(&chaos, "unreachable", json!({"cluster": small_cluster()})).await;
+    ready_cluster(&client, &direct_ns, "unreachable-ray").await;
+    let message = eventually("the direct request to fail", Duration::from_secs(60), || async {
+        let object = serde_json::to_value(chaos.get("unreachable").await.ok()?).ok()?;
+        let condition = object["status"]["conditions"]
+            .as_array()?
+            .iter()
+            .find(|c| c["type"] == "Reconciled")?
+            .clone();
+        let message = condition["message"].as_str()?.to_string();
+        message.contains("connecting to").then_some(message)
+    })
+    .await;
+    assert!(
+        message.contains("unreachable") || message.contains("Network"),
+        "{message}"
+    );
+    let metrics = isolated_metrics(env).await;
+    assert!(
+        !metrics
+            .lines()
+            .any(|l| l.starts_with("kuberay_wasm_ray_requests_total") && l.contains("outcome=\"ok\"")),
+        "{metrics}"
+    );
+    direct.kill().await.unwrap();
+    let _ = direct.wait().await;
+
+    // Through the API server it works, and every request went through the proxy.
+    let proxy_ns = namespace(env, "isolated-proxy").await;
+    let mut proxied = isolated_operator(env, proxy_ns.name(), &plugins, true);
+    let chaos = chaos_api(&client, proxy_ns.name());
+    create_chaos(&chaos, "reachable", json!({"cluster": small_cluster()})).await;
+    create_chaos(
+        &chaos,
+        "pod",
+        json!({"cluster": small_cluster(), "via": "head-pod"}),
+    )
+    .await;
+    assert_eq!(answer(&chaos, "reachable").await, (200, "success".to_string()));
+    assert_eq!(answer(&chaos, "pod").await, (200, "success".to_string()));
+    let metrics = isolated_metrics(env).await;
+    let ray_lines: Vec<&str> = metrics
+        .lines()
+        .filter(|l| l.starts_with("kuberay_wasm_ray_requests_total"))
+        .collect();
+    assert!(
+        ray_lines
+            .iter()
+            .any(|l| l.contains("route=\"proxy-service\"") && l.contains("outcome=\"ok\"")),
+        "{ray_lines:?}"
+    );
+    assert!(
+        ray_lines
+            .iter()
+            .any(|l| l.contains("route=\"proxy-pod\"") && l.contains("outcome=\"ok\"")),
+        "{ray_lines:?}"
+    );
+    assert!(
+        ray_lines.iter().all(|l| !l.contains("route=\"direct")),
+        "{ray_lines:?}"
+    );
+    proxied.kill().await.unwrap();
+    let _ = proxied.wait().await;
+    let _ = std::fs::remove_dir_all(plugins);
+}
