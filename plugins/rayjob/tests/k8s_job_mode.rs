@@ -332,3 +332,26 @@ fn a_job_that_ended_is_reported_as_it_ended_even_long_after_the_submitter() {
     assert_eq!(deployment(&host), "Complete");
     assert_eq!(status(&host)["jobStatus"], "SUCCEEDED");
 }
+
+#[test]
+fn a_restart_between_creating_the_submitter_and_recording_running_creates_nothing_twice() {
+    let host = host(sample("ray-job.sample.yaml"));
+    run_to_running(&host);
+    let cluster = cluster_name(&host);
+    // The operator died before the `Running` status reached the API server: the RayJob still says
+    // Initializing, without a dashboard, but the cluster and the submitter exist.
+    let mut job = host.primary();
+    job["status"]["jobDeploymentStatus"] = json!("Initializing");
+    job["status"].as_object_mut().map(|s| s.remove("dashboardURL"));
+    host.set_primary(job);
+    host.clear_writes();
+    step(&host);
+    assert_eq!(deployment(&host), "Running");
+    assert_eq!(
+        host.writes(),
+        vec![Write::ApplyStatus],
+        "no second cluster or submitter"
+    );
+    assert_eq!(host.objects(&ray_cluster_kind()).len(), 1);
+    assert_eq!(cluster_name(&host), cluster);
+}
