@@ -1,29 +1,43 @@
 #!/usr/bin/env bash
-# Starts or stops the demo operator: target/debug/kuberay-wasm against the `make cluster` environment,
-# with the plugins of .local/plugins, in the background (log in .local/operator.log).
+# Starts or stops the demo operator: target/debug/kuberay-wasm against the `make cluster` environment, with
+# the plugins of .local/plugins, in the background (log in .local/operator.log).
+#
+#   operator.sh start           reach Ray heads directly
+#   operator.sh start --proxy   run inside the environment's operator network namespace, which has no route
+#                               to any Pod, and reach Ray heads only through the API server's proxy
+#   operator.sh stop
+#   operator.sh metrics         print the operator's /metrics
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 pidfile=.local/operator.pid
+modefile=.local/operator.mode
 running() { [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
+env_field() { python3 -c "import json,sys; print(json.load(open('.local/cluster.json'))[sys.argv[1]])" "$1"; }
+in_mode() {
+  if [ "$(cat "$modefile" 2>/dev/null)" = proxy ]; then ip netns exec "$(env_field operator_netns)" "$@"; else "$@"; fi
+}
 
 case "${1:-}" in
   start)
     if running; then
-      echo "operator: already running (pid $(cat $pidfile))"
+      echo "operator: already running (pid $(cat $pidfile), $(cat $modefile) mode)"
       exit 0
     fi
-    setsid target/debug/kuberay-wasm operator \
-      --plugins .local/plugins \
-      --kubeconfig .local/kubeconfig \
-      --cache-dir .local/cache \
-      --metrics-bind-address 127.0.0.1:8080 \
-      --health-probe-bind-address 127.0.0.1:8082 \
-      >.local/operator.log 2>&1 </dev/null &
+    args=(operator --plugins .local/plugins --cache-dir .local/cache
+      --metrics-bind-address 127.0.0.1:8080 --health-probe-bind-address 127.0.0.1:8082)
+    if [ "${2:-}" = --proxy ]; then
+      echo proxy >"$modefile"
+      args+=(--use-kubernetes-proxy --kubeconfig "$(env_field operator_kubeconfig)")
+    else
+      echo direct >"$modefile"
+      args+=(--kubeconfig .local/kubeconfig)
+    fi
+    in_mode setsid target/debug/kuberay-wasm "${args[@]}" >.local/operator.log 2>&1 </dev/null &
     echo $! >"$pidfile"
     for _ in $(seq 1 100); do
-      if curl -fsS http://127.0.0.1:8082/readyz >/dev/null 2>&1; then
-        echo "operator: ready (pid $(cat $pidfile), log .local/operator.log, metrics http://127.0.0.1:8080/metrics)"
+      if in_mode curl -fsS http://127.0.0.1:8082/readyz >/dev/null 2>&1; then
+        echo "operator: ready ($(cat $modefile) mode, pid $(cat $pidfile), log .local/operator.log)"
         exit 0
       fi
       running || { echo "operator: exited; see .local/operator.log"; tail -20 .local/operator.log; exit 1; }
@@ -38,10 +52,13 @@ case "${1:-}" in
       for _ in $(seq 1 100); do running || break; sleep 0.2; done
       echo "operator: stopped"
     fi
-    rm -f "$pidfile"
+    rm -f "$pidfile" "$modefile"
+    ;;
+  metrics)
+    in_mode curl -fsS http://127.0.0.1:8080/metrics
     ;;
   *)
-    echo "usage: $0 start|stop" >&2
+    echo "usage: $0 start [--proxy] | stop | metrics" >&2
     exit 2
     ;;
 esac

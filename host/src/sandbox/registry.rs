@@ -169,6 +169,19 @@ impl Sandbox {
                         );
                         continue;
                     }
+                    // A file that now reconciles another kind no longer serves the one it used to.
+                    if let Some(previous) = previous_kind.as_ref().filter(|previous| **previous != kind) {
+                        let reason = format!("the plugin in {} now reconciles {kind}", path.display());
+                        tracing::warn!(kind = %previous, "{reason}");
+                        let plugin_name = plugin.metadata.name.clone();
+                        self.write_kinds().insert(
+                            previous.clone(),
+                            PluginSlot::Unavailable {
+                                plugin: plugin_name,
+                                reason,
+                            },
+                        );
+                    }
                     self.register(&path, plugin, &mut report);
                     self.lock_files().insert(
                         path,

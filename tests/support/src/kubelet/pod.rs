@@ -206,7 +206,9 @@ impl PodRunner {
                     ip: sb.ip,
                     ports: ray_ports(&self.pod),
                     gcs_port: named_port(&self.pod, &["gcs-server", "gcs"]),
-                    resource_flags: crate::workloads::real_ray::resource_flags(generated_command(&self.pod).as_deref()),
+                    resource_flags: crate::workloads::real_ray::resource_flags(
+                        generated_command(&self.pod).as_deref(),
+                    ),
                     temp_dir: &self.shared.config.state_dir.join(format!("ray/{key}")),
                     log: &self.shared.config.state_dir.join(format!(
                         "logs/ray-{}-{}.log",
@@ -449,7 +451,12 @@ async fn plan_for(shared: &Shared, pod: &Pod, directives: &Directives) -> Plan {
 /// The Ray container's generated `ray start` command (KubeRay exports it as `KUBERAY_GEN_RAY_START_CMD`).
 fn generated_command(pod: &Pod) -> Option<String> {
     let container = pod.spec.as_ref()?.containers.first()?;
-    container.env.iter().flatten().find(|e| e.name == "KUBERAY_GEN_RAY_START_CMD").and_then(|e| e.value.clone())
+    container
+        .env
+        .iter()
+        .flatten()
+        .find(|e| e.name == "KUBERAY_GEN_RAY_START_CMD")
+        .and_then(|e| e.value.clone())
 }
 
 fn container_ports(pod: &Pod) -> Vec<u16> {

@@ -181,10 +181,17 @@ mod tests {
         let command = r#"ray start --head --num-cpus=3 --num-gpus=2 --resources='{"resource1": 2, "resource2": 3}' --block"#;
         assert_eq!(
             resource_flags(Some(command)),
-            vec!["--num-cpus=3", "--num-gpus=2", r#"--resources={"resource1": 2, "resource2": 3}"#]
+            vec![
+                "--num-cpus=3",
+                "--num-gpus=2",
+                r#"--resources={"resource1": 2, "resource2": 3}"#
+            ]
         );
         let quoted = r#"ray start --resources="{\"a\": 1}" --num-cpus=1"#;
-        assert_eq!(resource_flags(Some(quoted)), vec!["--num-cpus=1", r#"--resources={"a": 1}"#]);
+        assert_eq!(
+            resource_flags(Some(quoted)),
+            vec!["--num-cpus=1", r#"--resources={"a": 1}"#]
+        );
         assert_eq!(resource_flags(None), vec!["--num-cpus=1"]);
     }
 }
