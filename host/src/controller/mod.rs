@@ -17,7 +17,7 @@ use tokio::sync::Semaphore;
 
 pub use self::backoff::Failures;
 use crate::{
-    kubernetes::KubeBridge,
+    kubernetes::{KubeBridge, wait_synced},
     metrics::Metrics,
     sandbox::{PluginSlot, Sandbox},
 };
@@ -107,10 +107,10 @@ pub async fn run(
         // again, so nothing runs until every cache this controller reads has synced.
         for (child, _) in &owned {
             if let Some(child_store) = shared.bridge.caches.scope_store(child, &scope) {
-                let _ = child_store.wait_until_ready().await;
+                wait_synced(&child_store).await;
             }
         }
-        let _ = store.wait_until_ready().await;
+        wait_synced(&store).await;
         let primary = triggers::primary_changes(shared.bridge.caches.subscribe(&kind, &scope));
         let mut controller = Controller::for_stream_with(primary, store, resolved.resource.clone());
         for (child, child_resolved) in &owned {

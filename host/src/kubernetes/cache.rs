@@ -168,16 +168,13 @@ impl Caches {
     pub async fn wait_ready(&self) {
         let stores: Vec<Store<DynamicObject>> = self.lock().values().map(|e| e.store.clone()).collect();
         for store in stores {
-            let _ = store.wait_until_ready().await;
+            wait_synced(&store).await;
         }
     }
 
     /// Whether every cache has listed its objects once.
     pub fn ready(&self) -> bool {
-        use futures::FutureExt;
-        self.lock()
-            .values()
-            .all(|e| matches!(e.store.wait_until_ready().now_or_never(), Some(Ok(()))))
+        self.lock().values().all(|e| is_synced(&e.store))
     }
 
     pub fn shutdown(&self) {
@@ -190,6 +187,21 @@ impl Caches {
         self.entries
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Whether a store has listed its objects once.
+pub fn is_synced(store: &Store<DynamicObject>) -> bool {
+    use futures::FutureExt;
+    matches!(store.wait_until_ready().now_or_never(), Some(Ok(())))
+}
+
+/// Waits until a store has listed its objects once. This polls rather than awaiting
+/// `Store::wait_until_ready`, which wakes only the most recent of several waiters, and several controllers
+/// (and the readiness probe) wait on the same stores.
+pub async fn wait_synced(store: &Store<DynamicObject>) {
+    while !is_synced(store) {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
 }
 

@@ -13,7 +13,7 @@ mod unchanged;
 
 use std::sync::Arc;
 
-pub use cache::{Caches, WatchScope};
+pub use cache::{Caches, WatchScope, wait_synced};
 pub use discovery::{Discovery, Resolved};
 use kube::{
     Api, Client,

@@ -17,7 +17,7 @@ use super::{
     errors::from_kube,
     field_manager,
     overlay::Key,
-    to_json,
+    strip_host_condition, to_json,
     unchanged::{intent_hash, is_subset},
 };
 use crate::sandbox::host_api::{HostApi, HostResult};
@@ -224,14 +224,23 @@ fn dynamic(object: Value) -> HostResult<DynamicObject> {
 
 impl HostApi for ObjectHost {
     fn get(&self, kind: Kind, name: String) -> BoxFuture<'_, HostResult<Option<Value>>> {
-        Box::pin(async move { self.bridge.read(&kind, &self.primary.namespace, &name).await })
+        Box::pin(async move {
+            let mut object = self.bridge.read(&kind, &self.primary.namespace, &name).await?;
+            if let Some(object) = object.as_mut() {
+                strip_host_condition(object);
+            }
+            Ok(object)
+        })
     }
 
     fn list(&self, kind: Kind, label_selector: String) -> BoxFuture<'_, HostResult<Vec<Value>>> {
         Box::pin(async move {
-            self.bridge
+            let mut items = self
+                .bridge
                 .list(&kind, &self.primary.namespace, &label_selector)
-                .await
+                .await?;
+            items.iter_mut().for_each(strip_host_condition);
+            Ok(items)
         })
     }
 
@@ -327,7 +336,9 @@ impl HostApi for ObjectHost {
             let Some(current) = self.bridge.read(&kind, &self.primary.namespace, &name).await? else {
                 return Ok(());
             };
-            if !self.owned_by_primary(&current) {
+            // A plugin may delete what its object owns, and its object itself (a RayJob's DeleteSelf policy).
+            let is_primary = kind == self.primary.kind && name == self.primary.name;
+            if !is_primary && !self.owned_by_primary(&current) {
                 return Err(self.refuse(
                     "delete",
                     &kind,

@@ -31,7 +31,7 @@ pub trait Host {
     /// Server-side applies the `status` of the object being reconciled.
     fn apply_status(&self, status: &Value) -> Result<(), HostError>;
 
-    /// Deletes an object the object being reconciled owns.
+    /// Deletes an object the object being reconciled owns, or that object itself.
     fn delete(&self, kind: &Kind, name: &str, uid: Option<&str>) -> Result<(), HostError>;
 
     fn add_finalizer(&self, finalizer: &str) -> Result<(), HostError>;
