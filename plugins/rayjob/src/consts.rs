@@ -78,9 +78,6 @@ pub mod reason {
     pub const UPDATED_SERVICE: &str = "UpdatedService";
     pub const FAILED_TO_CREATE_SERVICE: &str = "FailedToCreateService";
     pub const FAILED_TO_UPDATE_SERVICE: &str = "FailedToUpdateService";
-    /// Not KubeRay's: the host lets a plugin delete only what its object owns, never the object itself, so
-    /// the `DeleteSelf` deletion policy cannot be carried out as such (see `deletion::actions`).
-    pub const DELETE_SELF_NOT_ALLOWED: &str = "DeleteSelfNotAllowed";
 }
 
 /// Event actions (`events.k8s.io/v1` `action`), as KubeRay names them.

@@ -51,7 +51,10 @@ impl Plugin for RayJobPlugin {
             (Kind::of::<Job>(), vec![Get, Create, Delete]),
         ];
         let mut capabilities = vec![
-            Capability::new(Kind::of::<RayJob>(), &[ApplyStatus, Finalize, RecordEvent]),
+            Capability::new(
+                Kind::of::<RayJob>(),
+                &[ApplyStatus, Finalize, RecordEvent, Delete],
+            ),
             // The SidecarMode submitter's state is in the head Pod's container statuses.
             Capability::new(Kind::of::<Pod>(), &[List]),
         ];

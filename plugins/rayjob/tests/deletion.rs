@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use common::*;
 use kuberay_plugin_sdk::{
+    Kind,
     serde_json::{Value, json},
     testing::{FakeHost, Write},
 };
@@ -177,27 +178,19 @@ fn legacy_policies_follow_how_ray_ended_the_job() {
 }
 
 #[test]
-fn delete_self_deletes_the_cluster_and_says_why() {
+fn delete_self_deletes_the_rayjob_itself() {
     let job = http_with(json!({"deletionStrategy": {"deletionRules": [
         {"policy": "DeleteSelf", "condition": {"jobStatus": "SUCCEEDED"}},
     ]}}));
     let host = finished(job, "SUCCEEDED");
-    let cluster = cluster_name(&host);
     host.clear_writes();
     step(&host);
-    assert_eq!(host.writes(), vec![Write::Delete(ray_cluster_kind(), cluster)]);
-    let warning = event(&host, "DeleteSelfNotAllowed").expect("warning");
+    let rayjob = Kind::new("ray.io", "v1", "RayJob");
+    assert_eq!(host.writes(), vec![Write::Delete(rayjob, "rayjob-sample".into())]);
     assert!(
-        warning
-            .note
-            .contains("cannot delete RayJob default/rayjob-sample"),
-        "{}",
-        warning.note
+        host.primary().pointer("/metadata/deletionTimestamp").is_some(),
+        "the RayJob is being deleted"
     );
-    host.clear_writes();
-    step(&host);
-    assert_eq!(host.writes(), vec![]);
-    assert!(host.events().is_empty());
 }
 
 #[test]

@@ -294,6 +294,38 @@ impl Host for FakeHost {
     }
 
     fn delete(&self, kind: &Kind, name: &str, uid: Option<&str>) -> Result<(), HostError> {
+        let is_primary = *kind == self.primary_kind
+            && self
+                .primary
+                .borrow()
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                == Some(name);
+        if is_primary {
+            // Deleting the reconciled object starts its deletion, as the API server would.
+            let seconds = self
+                .now
+                .get()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
+            let now = i64::try_from(seconds)
+                .ok()
+                .and_then(|s| k8s_openapi::jiff::Timestamp::from_second(s).ok())
+                .map(|t| t.to_string())
+                .unwrap_or_default();
+            if let Some(meta) = self
+                .primary
+                .borrow_mut()
+                .get_mut("metadata")
+                .and_then(Value::as_object_mut)
+            {
+                meta.entry("deletionTimestamp").or_insert(json!(now));
+            }
+            self.writes
+                .borrow_mut()
+                .push(Write::Delete(kind.clone(), name.to_string()));
+            return Ok(());
+        }
         let key = (kind.clone(), name.to_string());
         let Some(object) = self.objects.borrow().get(&key).cloned() else {
             return Ok(());

@@ -1,11 +1,10 @@
 //! The deletion policies themselves, and whether each one's effect is already there (so that a reconcile
 //! after the deletion does nothing, and writes nothing).
 //!
-//! `DeleteSelf` cannot be done as such: the host lets a plugin delete only objects its RayJob owns, never the
-//! RayJob itself. The plugin deletes the RayJob's cluster instead (what deleting the RayJob would have
-//! removed that holds resources) and says so in a Warning event.
+//! `DeleteSelf` deletes the RayJob itself (the host lets a plugin delete its own object); its cluster and
+//! submitter go with it through their owner references.
 
-use kuberay_crds::{DeletionPolicyType, RayCluster, RayJobStatus};
+use kuberay_crds::{DeletionPolicyType, RayCluster, RayJob, RayJobStatus};
 use kuberay_plugin_sdk::{Event, Host, Kind, LogLevel, ReconcileError, serde_json::json};
 
 use crate::{
@@ -55,18 +54,14 @@ pub fn execute<H: Host>(
         DeletionPolicyType::DeleteCluster => cluster::delete(ctx, job_status).map(|_| ()),
         DeletionPolicyType::DeleteWorkers => suspend_workers(ctx, job_status),
         DeletionPolicyType::DeleteSelf => {
-            let message = format!(
-                "The DeleteSelf policy cannot delete RayJob {}: this operator lets a RayJob's plugin delete only \
-                 what the RayJob owns. Deleting its RayCluster instead; delete the RayJob to remove the rest",
-                ctx.key(&ctx.name)
+            let uid = ctx.job.metadata.uid.clone();
+            ctx.log(
+                LogLevel::Info,
+                &format!("deleting RayJob {} (DeleteSelf)", ctx.key(&ctx.name)),
             );
-            ctx.log(LogLevel::Warn, &message);
-            ctx.event(Event::warning(
-                reason::DELETE_SELF_NOT_ALLOWED,
-                action::DELETE,
-                message,
-            ));
-            cluster::delete(ctx, job_status).map(|_| ())
+            ctx.host
+                .delete(&Kind::of::<RayJob>(), &ctx.name, uid.as_deref())
+                .map_err(ReconcileError::from)
         }
     }
 }
