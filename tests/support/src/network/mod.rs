@@ -34,6 +34,9 @@ pub struct PodNetwork {
 #[derive(Default)]
 struct State {
     used: BTreeSet<u32>,
+    /// Where the next address search starts: addresses are handed out round-robin so a freed address is
+    /// reused as late as possible (neighbour caches still map it to the old sandbox's MAC for a while).
+    cursor: u32,
     next_sandbox: u64,
     sandboxes: BTreeSet<String>,
 }
@@ -85,10 +88,14 @@ impl PodNetwork {
     /// An address for a Pod that runs nothing (nothing will answer on it).
     pub fn allocate_ip(&self) -> Result<Ipv4Addr> {
         let mut state = self.lock();
-        let offset = (2..self.subnet.size() - 1)
+        let (first, end) = (2, self.subnet.size() - 1);
+        let start = state.cursor.clamp(first, end);
+        let offset = (start..end)
+            .chain(first..start)
             .find(|o| !state.used.contains(o))
             .ok_or_else(|| Error::Network(format!("pod subnet {} is exhausted", self.subnet)))?;
         state.used.insert(offset);
+        state.cursor = offset + 1;
         Ok(self.subnet.address(offset))
     }
 
@@ -142,6 +149,9 @@ impl PodNetwork {
         if let Err(e) = iproute::batch(&[format!("netns del {}", sandbox.netns)], false).await {
             tracing::warn!(netns = %sandbox.netns, error = %e, "could not delete a pod network namespace");
         }
+        // The host's neighbour entry would keep pointing at the deleted veth's MAC; a later sandbox with
+        // the same address would then be unreachable until the entry expires.
+        let _ = iproute::batch(&[format!("neigh flush to {}", sandbox.ip)], true).await;
         self.lock().sandboxes.remove(&sandbox.netns);
         self.release_ip(sandbox.ip);
     }

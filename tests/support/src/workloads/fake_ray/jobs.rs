@@ -196,6 +196,12 @@ pub async fn submit(State(head): State<FakeHead>, body: axum::body::Bytes) -> Re
         .or(request.job_id)
         .unwrap_or_else(generated_submission_id);
     let jobs = &head.jobs;
+    *jobs
+        .attempts
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .entry(submission_id.clone())
+        .or_insert(0) += 1;
     if jobs.with_job(&submission_id, |_| ()).is_some() {
         return text(
             StatusCode::INTERNAL_SERVER_ERROR,
