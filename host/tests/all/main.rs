@@ -15,6 +15,7 @@ mod ray_routing;
 mod raycluster_lifecycle;
 mod raycluster_samples;
 mod raycluster_scaling;
+mod rayjob;
 mod rbac;
 mod reload;
 mod steady_state;
