@@ -78,6 +78,9 @@ async fn fake_ray_head_answers_the_jobs_api_like_ray() {
     let (_, service) = head_pod_and_service(&client, &ns, "fake").await;
     let dashboard = dashboard(&client, &ns, &service).await;
     conformance::jobs_api(&dashboard, "fake").await.unwrap();
+    conformance::sdk_jobs_client(dashboard.clone(), "fake")
+        .await
+        .unwrap();
 }
 
 #[tokio::test]

@@ -37,6 +37,9 @@ async fn real_ray_head_runs_jobs_through_the_service_proxy_and_restarts_when_kil
 
     let dashboard = dashboard(&client, &ns, &service).await;
     conformance::jobs_api(&dashboard, "real").await.unwrap();
+    conformance::sdk_jobs_client(dashboard.clone(), "real")
+        .await
+        .unwrap();
 
     // Killing the head's processes restarts the container (restartPolicy Always), and a new Ray head comes up.
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns.name());

@@ -1,11 +1,16 @@
 //! Checks of a Ray head's HTTP behaviour that clients rely on: the Jobs API (submit, duplicate submission,
 //! status, logs, list, stop, delete, unknown ids), the health endpoint and the Serve API's `api_type`
 //! handling. The same checks run against real Ray heads and the fake one, which keeps the fake honest.
+//! [`sdk_client`] runs the plugin SDK's typed client, the one the RayJob plugin uses, through the same
+//! heads.
+
+mod sdk_client;
 
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+pub use self::sdk_client::sdk_jobs_client;
 use crate::{
     error::{Error, Result},
     proxy_http::ProxyHttp,
