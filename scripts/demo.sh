@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The local demo: the operator with its WebAssembly plugins against the `make cluster` control plane. It
 # applies KubeRay's sample RayCluster unchanged, shows it becoming ready (with a real Ray head in the head
-# Pod's network namespace), prints what the RayCluster plugin created, and leaves everything running.
+# Pod's network namespace), prints what the RayCluster plugin created, then runs a RayJob to completion on
+# a real Ray head twice: with the operator reaching the head directly, and with the operator where no Pod
+# is reachable, through the API server's proxy (`--use-kubernetes-proxy`). Everything is left running.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -17,12 +19,15 @@ $kubectl get nodes
 echo
 echo "== ray.io/v1 CRDs (server-side apply: they are too large for client-side apply)"
 $kubectl apply --server-side -f crds/ >/dev/null
+$kubectl wait --for condition=established --timeout=60s crd/rayclusters.ray.io crd/rayjobs.ray.io crd/rayservices.ray.io >/dev/null
 $kubectl get crds -o name | grep ray.io
 
 echo
 echo "== The operator and its plugins"
+bash scripts/operator.sh stop  # a rerun may find it in proxy mode
 bash scripts/operator.sh start
 target/debug/kuberay-wasm inspect .local/plugins/raycluster.wasm
+target/debug/kuberay-wasm inspect .local/plugins/rayjob.wasm
 
 echo
 echo "== KubeRay's sample RayCluster, applied unchanged"
@@ -69,14 +74,65 @@ done
 echo "job $id: $status"
 $kubectl get --raw "$proxy/api/jobs/$id/logs" | python3 -c 'import json,sys; print(json.load(sys.stdin)["logs"])' | tail -2
 
+# Applies scripts/demo/rayjob.yaml as RayJob $1, follows it to the end, and shows its status and log.
+run_rayjob() {
+  local name=$1 status deploy job_status cluster job_id
+  sed "s/name: rayjob-demo/name: $name/" scripts/demo/rayjob.yaml | $kubectl apply --server-side -n $ns -f -
+  for i in $(seq 1 90); do
+    status=$($kubectl get rayjob -n $ns "$name" -o json 2>/dev/null | python3 -c \
+      'import json,sys; s=json.load(sys.stdin).get("status",{}); print(*(s.get(k) or "-" for k in ("jobDeploymentStatus","jobStatus","rayClusterName","jobId")))' \
+      || echo "- - - -")
+    read -r deploy job_status cluster job_id <<<"$status"
+    printf '  %3ss  jobDeploymentStatus=%-12s jobStatus=%-9s cluster=%s\n' "$((i * 2))" "$deploy" "$job_status" "$cluster"
+    [[ $deploy =~ ^(Complete|Failed|ValidationFailed)$ ]] && break
+    sleep 2
+  done
+  [ "$deploy" = Complete ] || { echo "RayJob $name did not complete; see .local/operator.log"; exit 1; }
+  echo
+  $kubectl get rayjob -n $ns "$name"
+  echo "status:"
+  $kubectl get rayjob -n $ns "$name" -o json | python3 -c \
+    'import json,sys; s=json.load(sys.stdin)["status"]; [print(f"  {k}: {s[k]}") for k in ("jobDeploymentStatus","jobStatus","jobId","rayClusterName","dashboardURL","startTime","endTime","succeeded","reason","message") if k in s]'
+  echo "the Ray job's output (its log, read through the API server's services proxy):"
+  local logs=""
+  for _ in $(seq 1 15); do  # the driver's output reaches the log shortly after the job ends
+    logs=$($kubectl get --raw "/api/v1/namespaces/$ns/services/$cluster-head-svc:dashboard/proxy/api/jobs/$job_id/logs" \
+      | python3 -c 'import json,sys; print(json.load(sys.stdin)["logs"])')
+    grep -q 'squares computed' <<<"$logs" && break
+    sleep 1
+  done
+  grep -v -e '^\s*$' -e $'\tINFO ' <<<"$logs" | tail -3 | sed 's/^/  | /'
+}
+
+echo
+echo "== A RayJob (HTTPMode): the operator submits it to a real Ray head it reaches directly"
+run_rayjob rayjob-demo
+
+echo
+echo "== The same with --use-kubernetes-proxy, the operator where no Pod address is reachable"
+bash scripts/operator.sh stop
+bash scripts/operator.sh start --proxy
+opns=$(python3 -c "import json; print(json.load(open('.local/cluster.json'))['operator_netns'])")
+head_ip=$($kubectl get pod -n $ns "$head" -o jsonpath='{.status.podIP}')
+if ip netns exec "$opns" curl -s --max-time 2 "http://$head_ip:8265/api/version" >/dev/null; then
+  echo "unexpected: the head Pod $head_ip is reachable from the operator's network namespace"; exit 1
+fi
+echo "from the operator's network namespace ($opns), the head Pod's address $head_ip does not answer"
+run_rayjob rayjob-demo-proxy
+echo "the operator's Ray requests by route (kuberay_wasm_ray_requests_total; an http-error is Ray's 404 for"
+echo "a job not submitted yet, which the RayJob plugin asks about before it submits):"
+bash scripts/operator.sh metrics | { grep '^kuberay_wasm_ray_requests_total' || echo "(none since it started)"; } | sed 's/^/  /'
+
 cat <<TXT
 
 Everything keeps running. Try:
   export KUBECONFIG=$KUBECONFIG
-  $kubectl get rayclusters,pods,services -n $ns
+  $kubectl get rayclusters,rayjobs,pods,services -n $ns
   $kubectl patch raycluster -n $ns $cluster --type=json -p '[{"op":"replace","path":"/spec/workerGroupSpecs/0/replicas","value":3}]'
-  curl -s http://127.0.0.1:8080/metrics | grep kuberay_wasm_reconciles
+  bash scripts/operator.sh metrics | grep kuberay_wasm_reconciles
   tail -f .local/operator.log
+The operator now runs in proxy mode; to go back to direct mode:
+  bash scripts/operator.sh stop && bash scripts/operator.sh start
 Stop the operator and the cluster and remove everything:
   make cluster-down
 TXT

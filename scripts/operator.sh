@@ -26,15 +26,20 @@ case "${1:-}" in
     fi
     args=(operator --plugins .local/plugins --cache-dir .local/cache
       --metrics-bind-address 127.0.0.1:8080 --health-probe-bind-address 127.0.0.1:8082)
+    command=(target/debug/kuberay-wasm "${args[@]}")
     if [ "${2:-}" = --proxy ]; then
       echo proxy >"$modefile"
-      args+=(--use-kubernetes-proxy --kubeconfig "$(env_field operator_kubeconfig)")
+      command=(ip netns exec "$(env_field operator_netns)" "${command[@]}" --use-kubernetes-proxy
+        --kubeconfig "$(env_field operator_kubeconfig)")
     else
       echo direct >"$modefile"
-      args+=(--kubeconfig .local/kubeconfig)
+      command+=(--kubeconfig .local/kubeconfig)
     fi
-    in_mode setsid target/debug/kuberay-wasm "${args[@]}" >.local/operator.log 2>&1 </dev/null &
-    echo $! >"$pidfile"
+    rm -f "$pidfile"
+    # The shell records its own pid, then becomes the operator (`ip netns exec` execs it too), so the pid
+    # file names the operator process itself.
+    setsid bash -c 'echo $$ >"$0" && exec "$@"' "$pidfile" "${command[@]}" >.local/operator.log 2>&1 </dev/null &
+    for _ in $(seq 1 50); do [ -s "$pidfile" ] && break; sleep 0.1; done
     for _ in $(seq 1 100); do
       if in_mode curl -fsS http://127.0.0.1:8082/readyz >/dev/null 2>&1; then
         echo "operator: ready ($(cat $modefile) mode, pid $(cat $pidfile), log .local/operator.log)"
@@ -50,6 +55,10 @@ case "${1:-}" in
     if running; then
       kill -TERM "$(cat $pidfile)"
       for _ in $(seq 1 100); do running || break; sleep 0.2; done
+      if running; then
+        echo "operator: still running 20s after SIGTERM; killing it"
+        kill -KILL "$(cat $pidfile)"
+      fi
       echo "operator: stopped"
     fi
     rm -f "$pidfile" "$modefile"

@@ -250,8 +250,17 @@ pub async fn run_with_metrics(
         let (shared, stop) = (shared.clone(), stop_rx.clone());
         let concurrency = config.concurrency;
         tasks.spawn(async move {
-            if let Err(e) = controller::run(kind.clone(), shared, concurrency, stopped(stop)).await {
-                tracing::error!(%kind, error = %e, "controller could not start");
+            // A kind whose CRD is not installed yet (or not yet in discovery, right after it was applied)
+            // is retried rather than given up: the operator must not need a restart once the CRD is there.
+            let mut attempt: u32 = 0;
+            while let Err(e) = controller::run(kind.clone(), shared.clone(), concurrency, stopped(stop.clone())).await {
+                attempt = attempt.saturating_add(1);
+                let retry_in = CONTROLLER_START_RETRY.saturating_mul(attempt.min(6));
+                tracing::warn!(%kind, error = %e, ?retry_in, "controller could not start; is the kind's CRD installed?");
+                tokio::select! {
+                    () = tokio::time::sleep(retry_in) => {}
+                    () = stopped(stop.clone()) => return,
+                }
             }
         });
     };
@@ -317,6 +326,10 @@ pub async fn run_with_metrics(
 }
 
 /// Resolves once `stop` turns true.
+/// The first wait before retrying a controller whose kind the API server does not serve; later waits grow
+/// linearly to six times this.
+const CONTROLLER_START_RETRY: Duration = Duration::from_secs(5);
+
 async fn stopped(mut stop: watch::Receiver<bool>) {
     let _ = stop.wait_for(|s| *s).await;
 }

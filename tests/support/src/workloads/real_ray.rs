@@ -66,6 +66,13 @@ impl RealRayHead {
             .env("PATH", search_path(config.ray_cli))
             .env("RAY_USAGE_STATS_ENABLED", "0")
             .env("PYTHONUNBUFFERED", "1")
+            // Ray turns on token authentication when it finds `~/.ray/auth_token` (which a local `ray.init()`
+            // of Ray 2.60 leaves behind) or `RAY_AUTH_*` in its environment; a head Pod's Ray must not
+            // depend on what the machine's user did.
+            .env("HOME", config.temp_dir)
+            .env_remove("RAY_AUTH_MODE")
+            .env_remove("RAY_AUTH_TOKEN")
+            .env_remove("RAY_AUTH_TOKEN_PATH")
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(log_err)
