@@ -1,18 +1,21 @@
 //! The RBAC shipped in `host/deploy/rbac.yaml` is enough: an operator running as that ServiceAccount, with
 //! no other rights, brings KubeRay's samples to ready, autoscaler Role included (Kubernetes only lets it
-//! grant what it holds itself).
+//! grant what it holds itself), and runs RayJobs to completion reaching Ray heads directly and through the
+//! API server's proxy (where a stopped job on deletion is a proxied POST).
 
 use std::{path::Path, time::Duration};
 
 use k8s_openapi::api::{authentication::v1::TokenRequest, core::v1::ServiceAccount};
 use kube::{
     Api, Client,
-    api::{DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams},
+    api::{DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams},
 };
+use kuberay_testenv::TestNamespace;
 use serde_json::{Value, json};
 
 use crate::support::{
-    OperatorOptions, apply_manifest, env, eventually, namespace, ready_cluster, sample, start_operator,
+    OperatorOptions, apply_manifest, env, eventually, namespace, ray_api, ready_cluster, sample,
+    start_operator,
 };
 
 /// Server-side applies a manifest whose objects name their own namespaces (or are cluster-scoped).
@@ -81,15 +84,16 @@ async fn the_shipped_rbac_is_all_the_operator_needs() {
     .unwrap();
 
     let ns = namespace(env, "rbac").await;
-    let operator = start_operator(
-        env,
-        &ns,
-        OperatorOptions {
-            kubeconfig: Some(kubeconfig.clone()),
-            ..OperatorOptions::default()
-        },
-    )
-    .await;
+    let options = |use_kubernetes_proxy| OperatorOptions {
+        plugins: vec![
+            kuberay_plugin_artifacts::RAYCLUSTER,
+            kuberay_plugin_artifacts::RAYJOB,
+        ],
+        kubeconfig: Some(kubeconfig.clone()),
+        use_kubernetes_proxy,
+        ..OperatorOptions::default()
+    };
+    let operator = start_operator(env, &ns, options(false)).await;
     apply_manifest(&admin, &ns, &sample("ray-cluster.sample.yaml")).await;
     apply_manifest(&admin, &ns, &sample("ray-cluster.autoscaler.yaml")).await;
     ready_cluster(&admin, &ns, "raycluster-kuberay").await;
@@ -99,6 +103,64 @@ async fn the_shipped_rbac_is_all_the_operator_needs() {
         0.0,
         "a reconcile failed as the operator's ServiceAccount"
     );
+    run_rayjob(&admin, &ns, "direct").await;
+    let direct = operator.metric(
+        "kuberay_wasm_ray_requests_total",
+        &["route=\"direct-service\"", "outcome=\"ok\""],
+    );
+    assert!(direct > 0.0, "no Ray request went out directly");
+    assert_eq!(operator.metric("kuberay_wasm_reconcile_errors_total", &[]), 0.0);
+    operator.stop().await;
+
+    let operator = start_operator(env, &ns, options(true)).await;
+    run_rayjob(&admin, &ns, "proxied").await;
+    let proxied = operator.metric(
+        "kuberay_wasm_ray_requests_total",
+        &["route=\"proxy-service\"", "outcome=\"ok\""],
+    );
+    assert!(
+        proxied > 0.0,
+        "no Ray request went through the API server's proxy"
+    );
+    assert_eq!(
+        operator.metric("kuberay_wasm_reconcile_errors_total", &[]),
+        0.0,
+        "a reconcile failed as the operator's ServiceAccount in proxy mode"
+    );
     operator.stop().await;
     let _ = std::fs::remove_file(kubeconfig);
+}
+
+/// Runs a RayJob (on a fake head) to `Complete`, then deletes it: a cluster created and deleted, status,
+/// finalizer, and the Jobs API's submit, status and stop.
+async fn run_rayjob(admin: &Client, ns: &TestNamespace, name: &str) {
+    let api = ray_api(admin, ns, "RayJob", "rayjobs");
+    let job = json!({
+        "apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": name},
+        "spec": {"submissionMode": "HTTPMode", "entrypoint": "echo done", "rayClusterSpec": {"headGroupSpec": {"rayStartParams": {}, "template": {"spec": {
+            "containers": [{"name": "ray-head", "image": "rayproject/ray:2.52.0"}]}}}}},
+    });
+    api.patch(
+        name,
+        &PatchParams::apply("kuberay-wasm-tests"),
+        &Patch::Apply(&job),
+    )
+    .await
+    .unwrap();
+    eventually(
+        &format!("RayJob {name} to complete"),
+        Duration::from_secs(120),
+        || async {
+            let status = serde_json::to_value(api.get(name).await.ok()?).ok()?["status"].clone();
+            (status["jobDeploymentStatus"] == "Complete" && status["jobStatus"] == "SUCCEEDED").then_some(())
+        },
+    )
+    .await;
+    api.delete(name, &DeleteParams::default()).await.unwrap();
+    eventually(
+        &format!("RayJob {name} to be deleted"),
+        Duration::from_secs(60),
+        || async { api.get_opt(name).await.ok()?.is_none().then_some(()) },
+    )
+    .await;
 }
