@@ -1,7 +1,7 @@
 //! The RayJob plugin on the real control plane: KubeRay's RayJob samples on real Ray heads (directly, and
 //! through the API server's proxy from where Pods are unreachable), and, on fake heads, a failing job, a
 //! deleted running job, an operator killed mid-submission, deadlines, retries, suspend and resume,
-//! clusterSelector and InteractiveMode.
+//! clusterSelector, InteractiveMode and a RayJob that deletes itself.
 
 use std::{path::Path, process::Stdio, time::Duration};
 
@@ -71,6 +71,14 @@ fn http_job(name: &str, entrypoint: &str, extra: Value) -> Value {
         spec.extend(extra.clone());
     }
     job
+}
+
+/// Waits until the object `name` no longer exists.
+async fn gone(api: &Api<DynamicObject>, name: &str, what: impl AsRef<str>, timeout: Duration) {
+    eventually(what.as_ref(), timeout, || async {
+        api.get_opt(name).await.ok()?.is_none().then_some(())
+    })
+    .await;
 }
 
 /// The dashboard of the RayJob's cluster, through the API server.
@@ -153,17 +161,11 @@ async fn run_samples(client: &Client, ns: &TestNamespace) {
                 rayclusters(client, ns).get_opt(&cluster).await.unwrap().is_some(),
                 "{name}'s cluster was deleted before its TTL"
             );
-            eventually(
-                &format!("{name}'s cluster to be deleted after the TTL"),
+            gone(
+                &rayclusters(client, ns),
+                &cluster,
+                format!("{name}'s cluster to be deleted after the TTL"),
                 Duration::from_secs(60),
-                || async {
-                    rayclusters(client, ns)
-                        .get_opt(&cluster)
-                        .await
-                        .ok()?
-                        .is_none()
-                        .then_some(())
-                },
             )
             .await;
         } else {
@@ -343,10 +345,7 @@ async fn deleting_a_running_rayjob_stops_its_ray_job() {
         .await
         .unwrap();
     api.delete("long", &DeleteParams::default()).await.unwrap();
-    eventually("the RayJob to be gone", Duration::from_secs(60), || async {
-        api.get_opt("long").await.ok()?.is_none().then_some(())
-    })
-    .await;
+    gone(&api, "long", "the RayJob to be gone", Duration::from_secs(60)).await;
     let details: Value = head
         .get(&format!("/api/jobs/{job_id}"))
         .await
@@ -515,14 +514,12 @@ async fn a_suspended_rayjob_releases_its_cluster_and_runs_again_when_resumed() {
     .await
     .unwrap();
     deployment(&api, "pausable", "Suspended", Duration::from_secs(120)).await;
-    eventually("the cluster to be deleted", Duration::from_secs(60), || async {
-        rayclusters(&client, &ns)
-            .get_opt(&first_cluster)
-            .await
-            .ok()?
-            .is_none()
-            .then_some(())
-    })
+    gone(
+        &rayclusters(&client, &ns),
+        &first_cluster,
+        "the cluster to be deleted",
+        Duration::from_secs(60),
+    )
     .await;
     api.patch(
         "pausable",
@@ -567,10 +564,7 @@ async fn a_cluster_selector_runs_the_job_on_an_existing_cluster_and_keeps_it() {
     assert_eq!(done["rayClusterName"], "shared");
     assert_eq!(done["jobStatus"], "SUCCEEDED");
     api.delete("guest", &DeleteParams::default()).await.unwrap();
-    eventually("the RayJob to be gone", Duration::from_secs(60), || async {
-        api.get_opt("guest").await.ok()?.is_none().then_some(())
-    })
-    .await;
+    gone(&api, "guest", "the RayJob to be gone", Duration::from_secs(60)).await;
     assert!(
         rayclusters(&client, &ns)
             .get_opt("shared")
@@ -609,5 +603,33 @@ async fn interactive_mode_waits_for_the_users_job_id() {
         (done["jobId"].as_str(), done["jobStatus"].as_str()),
         (Some("mine"), Some("SUCCEEDED"))
     );
+    operator.stop().await;
+}
+
+#[tokio::test]
+async fn a_delete_self_rule_deletes_the_finished_rayjob_and_its_cluster() {
+    let env = env().await;
+    let (client, ns, operator) = fake_operator(env, "rayjob-self").await;
+    let api = rayjobs(&client, &ns);
+    let rules = json!({"deletionStrategy": {"deletionRules": [
+        {"policy": "DeleteSelf", "condition": {"jobStatus": "SUCCEEDED", "ttlSeconds": 2}},
+    ]}});
+    apply(&api, &http_job("ephemeral", "echo done", rules)).await;
+    let done = deployment(&api, "ephemeral", "Complete", Duration::from_secs(120)).await;
+    let cluster = done["rayClusterName"].as_str().unwrap().to_string();
+    gone(
+        &api,
+        "ephemeral",
+        "the RayJob to delete itself",
+        Duration::from_secs(60),
+    )
+    .await;
+    gone(
+        &rayclusters(&client, &ns),
+        &cluster,
+        "its cluster to be garbage-collected",
+        Duration::from_secs(60),
+    )
+    .await;
     operator.stop().await;
 }

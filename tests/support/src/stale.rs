@@ -58,12 +58,29 @@ fn read_pids(path: &Path) -> Vec<u32> {
 /// Removes every environment whose supervisor is no longer running.
 pub async fn sweep() {
     for (instance, dir, pid) in state_dirs() {
-        if pid.is_some_and(is_supervisor_alive) {
+        let alive = match pid {
+            Some(pid) => is_supervisor_alive(pid),
+            // A supervisor creates its directory a moment before it records its pid there; a directory
+            // without a pid is only stale once it is older than any start-up.
+            None => is_recent(&dir),
+        };
+        if alive {
             continue;
         }
         tracing::info!(%instance, dir = %dir.display(), "removing a stale test environment");
         remove_instance(&instance, &dir).await;
     }
+}
+
+/// How long a state directory may lack its supervisor's pid before it counts as abandoned.
+const PID_GRACE: std::time::Duration = std::time::Duration::from_secs(120);
+
+fn is_recent(dir: &Path) -> bool {
+    std::fs::metadata(dir)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|modified| modified.elapsed().ok())
+        .is_some_and(|age| age < PID_GRACE)
 }
 
 /// Kills an instance's recorded processes, removes its network objects and its state directory.

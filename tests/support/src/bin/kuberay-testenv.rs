@@ -101,7 +101,11 @@ fn main() -> anyhow::Result<()> {
                 kubeconfig_out,
                 startup_timeout: Duration::from_secs(timeout),
             };
-            if let Err(e) = runtime.block_on(supervisor::run(config)) {
+            let result = runtime.block_on(supervisor::run(config));
+            // The stdin watcher is a blocking read that ends only when stdin closes; a supervisor stopped
+            // by a signal must not wait for it (its parent may be waiting for this process to exit).
+            runtime.shutdown_background();
+            if let Err(e) = result {
                 println!("FAILED {e}");
                 return Err(e.into());
             }
