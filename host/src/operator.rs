@@ -253,10 +253,14 @@ pub async fn run_with_metrics(
             // A kind whose CRD is not installed yet (or not yet in discovery, right after it was applied)
             // is retried rather than given up: the operator must not need a restart once the CRD is there.
             let mut attempt: u32 = 0;
-            while let Err(e) = controller::run(kind.clone(), shared.clone(), concurrency, stopped(stop.clone())).await {
+            let run = || controller::run(kind.clone(), shared.clone(), concurrency, stopped(stop.clone()));
+            while let Err(e) = run().await {
                 attempt = attempt.saturating_add(1);
                 let retry_in = CONTROLLER_START_RETRY.saturating_mul(attempt.min(6));
-                tracing::warn!(%kind, error = %e, ?retry_in, "controller could not start; is the kind's CRD installed?");
+                tracing::warn!(
+                    %kind, error = %e, ?retry_in,
+                    "controller could not start; is the kind's CRD installed?"
+                );
                 tokio::select! {
                     () = tokio::time::sleep(retry_in) => {}
                     () = stopped(stop.clone()) => return,
@@ -325,11 +329,11 @@ pub async fn run_with_metrics(
     Ok(())
 }
 
-/// Resolves once `stop` turns true.
 /// The first wait before retrying a controller whose kind the API server does not serve; later waits grow
 /// linearly to six times this.
 const CONTROLLER_START_RETRY: Duration = Duration::from_secs(5);
 
+/// Resolves once `stop` turns true.
 async fn stopped(mut stop: watch::Receiver<bool>) {
     let _ = stop.wait_for(|s| *s).await;
 }
