@@ -9,3 +9,8 @@
 pub mod api;
 pub mod context;
 pub mod error;
+pub mod auth;
+pub mod config;
+pub mod metrics;
+pub mod passthrough;
+pub mod telemetry;

@@ -1,0 +1,118 @@
+//! The server's configuration: its command line is the only place defaults are written.
+
+use std::{net::SocketAddr, path::PathBuf, time::Duration};
+
+use crate::auth::AuthMode;
+
+/// Log output on stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// `kuberay-apiserver`'s flags.
+#[derive(Debug, Clone, clap::Parser)]
+#[command(
+    name = "kuberay-apiserver",
+    version,
+    about = "KubeRay-compatible REST and gRPC API for Ray clusters, jobs and services, acting as each caller \
+             toward Kubernetes"
+)]
+pub struct Config {
+    /// Where the gRPC services listen (KubeRay's apiserver uses 8887).
+    #[arg(long, default_value = "0.0.0.0:8887", env = "KUBERAY_APISERVER_GRPC_ADDRESS")]
+    pub grpc_bind_address: SocketAddr,
+    /// Where the REST API, /openapi.json, /healthz, /readyz and /metrics listen (KubeRay's uses 8888).
+    #[arg(long, default_value = "0.0.0.0:8888", env = "KUBERAY_APISERVER_HTTP_ADDRESS")]
+    pub http_bind_address: SocketAddr,
+    /// Kubeconfig of the server's own identity; otherwise KUBECONFIG, ~/.kube/config or in-cluster.
+    #[arg(long, env = "KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
+    /// `kubernetes`: every call needs a bearer token (or a client certificate) and acts as its user.
+    /// `none`: no authentication, every call acts as this server (KubeRay's behaviour; logged as a warning).
+    #[arg(long, value_enum, default_value = "kubernetes")]
+    pub auth: AuthMode,
+    /// Audiences a bearer token must be for (comma-separated); the API server's own when empty.
+    #[arg(long, value_delimiter = ',')]
+    pub token_audiences: Vec<String>,
+    /// How long an accepted token's identity is remembered (0 reviews every call).
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub token_cache_ttl: Duration,
+    /// Serve both ports over TLS with this certificate chain (PEM); needs --tls-key-file.
+    #[arg(long, requires = "tls_key_file")]
+    pub tls_cert_file: Option<PathBuf>,
+    /// The private key of --tls-cert-file (PEM).
+    #[arg(long, requires = "tls_cert_file")]
+    pub tls_key_file: Option<PathBuf>,
+    /// Accept client certificates signed by these CAs (PEM) as identities (CN = user, O = groups); needs TLS.
+    #[arg(long, requires = "tls_cert_file")]
+    pub client_ca_file: Option<PathBuf>,
+    /// Allow browsers from this origin to call the REST API (CORS); off when empty.
+    #[arg(long)]
+    pub cors_allow_origin: Option<String>,
+    /// Longest time one call may take, Kubernetes and Ray head requests included.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub request_timeout: Duration,
+    /// Largest request body (REST) or message (gRPC), in bytes.
+    #[arg(long, default_value_t = 3 << 20)]
+    pub max_request_bytes: usize,
+    /// How long running calls may finish after SIGTERM before the server exits.
+    #[arg(long, default_value = "20s", value_parser = parse_duration)]
+    pub shutdown_timeout: Duration,
+    /// Reach Ray heads only through the API server's proxy subresources (as the caller), for servers that
+    /// cannot reach Pod addresses.
+    #[arg(long)]
+    pub use_kubernetes_proxy: bool,
+    /// The cluster's DNS domain, used in head Service names when reaching Ray heads directly.
+    #[arg(long, default_value = "cluster.local")]
+    pub cluster_domain: String,
+    /// Timeout of one request to a Ray head (default: 2s direct, 10s through the API server).
+    #[arg(long, value_parser = parse_duration)]
+    pub ray_request_timeout: Option<Duration>,
+    /// Log format on stderr; the level comes from RUST_LOG (default info).
+    #[arg(long, value_enum, default_value = "text")]
+    pub log_format: LogFormat,
+}
+
+/// `500ms`, `10s`, `2m`, or a bare number of seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let (number, unit) = text
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .map_or((text, "s"), |i| text.split_at(i));
+    let value: f64 = number.parse().map_err(|_| format!("invalid duration {text:?}"))?;
+    let seconds = match unit {
+        "ms" => value / 1000.0,
+        "s" => value,
+        "m" => value * 60.0,
+        _ => return Err(format!("invalid duration unit in {text:?} (use ms, s or m)")),
+    };
+    Duration::try_from_secs_f64(seconds).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[test]
+    fn defaults_match_kuberays_ports_and_turn_authentication_on() {
+        let config = Config::try_parse_from(["kuberay-apiserver"]).unwrap();
+        assert_eq!(config.grpc_bind_address.port(), 8887);
+        assert_eq!(config.http_bind_address.port(), 8888);
+        assert_eq!(config.auth, AuthMode::Kubernetes);
+        assert!(Config::try_parse_from(["x", "--auth", "nobody"]).is_err());
+        assert!(Config::try_parse_from(["x", "--tls-cert-file", "c.pem"]).is_err());
+        assert!(Config::try_parse_from(["x", "--client-ca-file", "ca.pem"]).is_err());
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert!(parse_duration("2h").is_err());
+    }
+}

@@ -1,0 +1,173 @@
+//! The REST port: KubeRay's `/apis/v1/...` routes (the gateway, as in-process gRPC calls), the `ray.io/v1`
+//! pass-through, `/openapi.json`, `/healthz`, `/readyz` and `/metrics`; with CORS when configured and a
+//! request body limit (a larger body is a 413 with the API's error body, whatever its framing).
+
+use std::{convert::Infallible, sync::Arc};
+
+use axum::{
+    Router,
+    body::Body,
+    extract::{Request, State},
+    response::{IntoResponse, Response},
+    routing::get,
+};
+use http::{HeaderValue, Method, StatusCode, header};
+use tower::{ServiceBuilder, ServiceExt, util::BoxCloneSyncService};
+use tower_http::cors::{AllowOrigin, CorsLayer};
+
+use super::{grpc::Core, health::Readiness, observe::RouteLabel};
+use crate::{
+    auth::{AuthenticatedAs, Authenticator},
+    error::ApiError,
+    metrics::Metrics,
+    passthrough,
+    rest::{self, Gateway},
+};
+
+/// What the REST handlers share.
+#[derive(Clone)]
+pub struct RestState {
+    pub gateway: Arc<Gateway>,
+    pub core: Core,
+    pub auth: Arc<Authenticator>,
+    pub readiness: Readiness,
+    pub metrics: Metrics,
+    pub openapi: Arc<String>,
+    pub max_body: usize,
+}
+
+/// The REST port's service.
+pub fn service(
+    state: RestState,
+    cors_origin: Option<&str>,
+) -> anyhow::Result<BoxCloneSyncService<http::Request<Body>, http::Response<Body>, Infallible>> {
+    let max_body = state.max_body;
+    let router = Router::new()
+        .route("/healthz", get(|| async { labelled("/healthz", "ok".into_response()) }))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .route("/openapi.json", get(openapi))
+        .fallback(dispatch)
+        .with_state(state);
+    let cors = cors_origin
+        .map(|origin| -> anyhow::Result<CorsLayer> {
+            let origin = HeaderValue::from_str(origin)
+                .map_err(|_| anyhow::anyhow!("--cors-allow-origin {origin:?} is not a valid origin"))?;
+            Ok(CorsLayer::new()
+                .allow_origin(AllowOrigin::exact(origin))
+                .allow_methods([
+                    Method::GET,
+                    Method::POST,
+                    Method::PUT,
+                    Method::PATCH,
+                    Method::DELETE,
+                    Method::OPTIONS,
+                ])
+                .allow_headers([header::AUTHORIZATION, header::CONTENT_TYPE, header::ACCEPT]))
+        })
+        .transpose()?;
+    let service = ServiceBuilder::new()
+        .option_layer(cors)
+        .map_request(move |request: Request| limit_body(request, max_body))
+        .service(router)
+        .map_err(|never: Infallible| match never {});
+    Ok(BoxCloneSyncService::new(service))
+}
+
+fn labelled(route: &'static str, mut response: Response) -> Response {
+    response.extensions_mut().insert(RouteLabel(route.into()));
+    response
+}
+
+/// Wraps the body so reading past `max` fails; a declared length over `max` is refused at once.
+fn limit_body(request: Request, max: usize) -> Request {
+    let (parts, body) = request.into_parts();
+    Request::from_parts(parts, Body::new(http_body_util::Limited::new(body, max)))
+}
+
+fn too_large(max: usize) -> Response {
+    api_error(&ApiError::TooLarge(format!(
+        "the request body is larger than {max} bytes"
+    )))
+}
+
+async fn readyz(State(state): State<RestState>) -> Response {
+    let response = match state.readiness.check() {
+        Ok(()) => "ok".into_response(),
+        Err(reason) => (StatusCode::SERVICE_UNAVAILABLE, reason).into_response(),
+    };
+    labelled("/readyz", response)
+}
+
+async fn metrics(State(state): State<RestState>) -> Response {
+    let response = (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        state.metrics.encode(),
+    )
+        .into_response();
+    labelled("/metrics", response)
+}
+
+async fn openapi(State(state): State<RestState>) -> Response {
+    let response = (
+        [(header::CONTENT_TYPE, "application/json")],
+        state.openapi.as_str().to_owned(),
+    )
+        .into_response();
+    labelled("/openapi.json", response)
+}
+
+/// Everything else: the pass-through for Kubernetes-shaped paths, the gateway for the rest.
+async fn dispatch(State(state): State<RestState>, request: Request) -> Response {
+    if declared_length(&request).is_some_and(|length| length > state.max_body) {
+        return too_large(state.max_body);
+    }
+    if passthrough::handles(request.uri().path()) {
+        return labelled("/apis/ray.io/v1/*", pass_through(&state, request).await);
+    }
+    state.gateway.handle(state.core.clone(), request).await
+}
+
+fn declared_length(request: &Request) -> Option<usize> {
+    request
+        .headers()
+        .get(header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .parse()
+        .ok()
+}
+
+async fn pass_through(state: &RestState, request: Request) -> Response {
+    let target = passthrough::target(request.method(), request.uri().path(), request.uri().query());
+    let target = match target {
+        Ok(target) => target,
+        Err(e) => return api_error(&e),
+    };
+    let context = match state.auth.authenticate(request.headers(), request.extensions()).await {
+        Ok(context) => context,
+        Err(e) => return api_error(&e),
+    };
+    let who = AuthenticatedAs(context.who().to_string());
+    let mut response = match target {
+        passthrough::Target::Discovery(kind) => passthrough::discovery(kind),
+        passthrough::Target::Forward(path) => {
+            match passthrough::forward(&context, &path, request, state.max_body).await {
+                Ok(response) => response,
+                Err(e) => api_error(&e),
+            }
+        }
+    };
+    response.extensions_mut().insert(who);
+    response
+}
+
+fn api_error(error: &ApiError) -> Response {
+    let mut response = rest::error_response(error.code(), &error.to_string())
+        .map(Body::new)
+        .into_response();
+    if matches!(error, ApiError::TooLarge(_)) {
+        *response.status_mut() = StatusCode::PAYLOAD_TOO_LARGE;
+    }
+    response
+}
