@@ -2,8 +2,8 @@
 //! WebAssembly components.
 //!
 //! - [`sandbox`]: wasmtime, plugin loading and reloading, limits and grants (and the threat model);
-//! - [`kubernetes`]: what a plugin's Kubernetes calls do: caches, read-your-writes, owner and namespace rules;
-//! - [`ray`]: HTTP to Ray heads on behalf of plugins;
+//! - [`kubernetes`]: what a plugin's Kubernetes calls do: caches, read-your-writes, owner and namespace rules,
+//!   and which Ray heads a plugin may reach (HTTP to them is [`kuberay_rayhead`]'s, shared with the API server);
 //! - [`controller`]: the reconcile queues;
 //! - [`operator`]: wiring, configuration and shutdown; [`server`] and [`metrics`]: observability.
 
@@ -11,7 +11,6 @@ pub mod controller;
 pub mod kubernetes;
 pub mod metrics;
 pub mod operator;
-pub mod ray;
 pub mod sandbox;
 pub mod server;
 pub mod telemetry;

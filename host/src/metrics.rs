@@ -204,6 +204,16 @@ impl Metrics {
             .inc();
     }
 
+    /// One request to a Ray head (`route` and `outcome` as [`kuberay_rayhead::Sent`] reports them).
+    pub fn ray_request(&self, route: &str, outcome: &str) {
+        self.ray_requests
+            .get_or_create(&RayLabels {
+                route: route.into(),
+                outcome: outcome.into(),
+            })
+            .inc();
+    }
+
     pub fn refused(&self, plugin: &str, verb: &str, kind: &str) {
         self.refused_calls
             .get_or_create(&RefusalLabels {

@@ -14,13 +14,13 @@ use std::{
 
 use kube::Client;
 use kuberay_plugin_sdk::Kind;
+use kuberay_rayhead::{RayHeads, RoutingMode};
 use tokio::{sync::watch, task::JoinSet};
 
 use crate::{
     controller::{self, Failures, Shared},
     kubernetes::{KubeBridge, WatchScope},
     metrics::Metrics,
-    ray::{RayBridge, RoutingMode},
     sandbox::{CallLimits, GrantPolicy, Sandbox, SandboxConfig},
     server::{self, Health},
 };
@@ -183,7 +183,7 @@ pub async fn run_with_metrics(
             cluster_domain: config.cluster_domain.clone(),
         }
     };
-    let ray = RayBridge::new(routing.clone(), config.ray_timeout, ray_client);
+    let ray = RayHeads::new(routing.clone(), config.ray_timeout);
     let sandbox = Sandbox::new(
         SandboxConfig {
             cache_dir: config.cache_dir.clone(),
@@ -210,6 +210,7 @@ pub async fn run_with_metrics(
         config.instance.clone(),
         metrics.clone(),
         ray,
+        ray_client,
     );
     let shared = Arc::new(Shared {
         sandbox: sandbox.clone(),

@@ -21,6 +21,7 @@ use kube::{
     runtime::{events::Reporter, reflector::ObjectRef},
 };
 use kuberay_plugin_sdk::{HostError, Kind, selector::Selector};
+use kuberay_rayhead::{ObjectLookup, RayHeads};
 pub use object_host::ObjectHost;
 use serde_json::Value;
 
@@ -62,7 +63,11 @@ pub struct KubeBridge {
     applied: LastApplied,
     events: EventRecorders,
     metrics: Metrics,
-    pub ray: crate::ray::RayBridge,
+    /// Sends plugins' requests to Ray heads, reading through this bridge (see [`ObjectLookup`]).
+    pub ray: RayHeads,
+    /// The operator's API server connection for proxied Ray requests, without automatic retries: a proxied
+    /// 503 is an answer to pass on, not something to retry for minutes.
+    pub ray_client: Client,
 }
 
 impl KubeBridge {
@@ -71,7 +76,8 @@ impl KubeBridge {
         scope: WatchScope,
         reporter_instance: Option<String>,
         metrics: Metrics,
-        ray: crate::ray::RayBridge,
+        ray: RayHeads,
+        ray_client: Client,
     ) -> Arc<Self> {
         Arc::new(Self {
             discovery: Discovery::new(client.clone()),
@@ -80,6 +86,7 @@ impl KubeBridge {
             applied: LastApplied::default(),
             events: EventRecorders::new(client.clone(), reporter_instance),
             ray,
+            ray_client,
             client,
             metrics,
         })
@@ -158,6 +165,19 @@ impl KubeBridge {
 
     pub fn metrics(&self) -> &Metrics {
         &self.metrics
+    }
+}
+
+/// Ray heads are reached with what plugins would read: the watch caches merged with recent writes (head
+/// Service, head Pod), and direct reads with the operator's own credentials for kinds it does not watch
+/// (EndpointSlices, usually the token Secret).
+impl ObjectLookup for KubeBridge {
+    async fn get(&self, kind: &Kind, namespace: &str, name: &str) -> HostResult<Option<Value>> {
+        self.read(kind, namespace, name).await
+    }
+
+    async fn list(&self, kind: &Kind, namespace: &str, label_selector: &str) -> HostResult<Vec<Value>> {
+        KubeBridge::list(self, kind, namespace, label_selector).await
     }
 }
 

@@ -412,7 +412,7 @@ impl HostApi for ObjectHost {
     fn ray(&self, request: RayRequest) -> BoxFuture<'_, HostResult<RayResponse>> {
         Box::pin(async move {
             let clusters = Kind::new("ray.io", "v1", "RayCluster");
-            if let Err(e) = crate::ray::validate_path(&request.path) {
+            if let Err(e) = kuberay_rayhead::validate_path(&request.path) {
                 return Err(self.refuse("ray-send", &clusters, e.to_string()));
             }
             let cluster = self
@@ -432,10 +432,21 @@ impl HostApi for ObjectHost {
                     ),
                 ));
             }
-            self.bridge
+            let sent = self
+                .bridge
                 .ray
-                .send(&self.bridge, &self.primary.namespace, &cluster, &request)
-                .await
+                .send(
+                    self.bridge.as_ref(),
+                    &self.bridge.ray_client,
+                    &self.primary.namespace,
+                    &cluster,
+                    &request,
+                )
+                .await;
+            if let Some(route) = sent.route {
+                self.bridge.metrics().ray_request(route, sent.outcome());
+            }
+            sent.result
         })
     }
 

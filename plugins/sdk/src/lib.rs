@@ -6,7 +6,8 @@
 //! `cargo build --target wasm32-wasip2`, where the host trait is backed by the operator.
 //!
 //! Plugins that talk to Ray use [`RayHead`]: typed calls of the dashboard's Jobs and Serve APIs over
-//! [`Host::ray`], which check Ray's status codes and read its answers the way KubeRay's client does.
+//! [`Host::ray`], which check Ray's status codes and read its answers the way KubeRay's client does. They
+//! work over any [`RayTransport`], so native code with its own way to a head reuses them.
 //!
 //! ```text
 //! struct Mine;
@@ -47,7 +48,7 @@ pub use event::{Event, EventType};
 pub use host::{Host, LogLevel};
 pub use kind::Kind;
 pub use plugin::{Capability, Outcome, Plugin, PluginMetadata, Request, Verb};
-pub use ray::{PortRole, RayError, RayHead, RayRequest, RayResponse, RayTarget};
+pub use ray::{PortRole, RayError, RayHead, RayRequest, RayResponse, RayTarget, RayTransport};
 pub use typed::TypedHost;
 
 /// The version of the WIT package (`wit/plugin.wit`) this SDK implements.

@@ -1,10 +1,10 @@
-use super::{PortRole, RayError, RayRequest, RayResponse, RayTarget};
-use crate::Host;
+use super::{PortRole, RayError, RayRequest, RayResponse, RayTarget, RayTransport};
 
-/// A typed client for the dashboard of one RayCluster's head, over [`Host::ray`].
+/// A typed client for the dashboard of one RayCluster's head, over a [`RayTransport`]: a plugin's
+/// [`Host`](crate::Host) ([`Host::ray`](crate::Host::ray)), or any other way to the head.
 ///
-/// It is cheap: it holds the host and the cluster's name, and every call is one request the host routes and
-/// authenticates (a plugin never sees how the head is reached). The Jobs API calls live in
+/// It is cheap: it holds the transport and the cluster's name, and every call is one request the transport
+/// routes and authenticates (a plugin never sees how the head is reached). The Jobs API calls live in
 /// [`jobs`](super::jobs), the Serve API calls in [`serve`](super::serve).
 ///
 /// ```text
@@ -15,17 +15,17 @@ use crate::Host;
 ///     None => { head.submit_job(&request)?; }
 /// }
 /// ```
-pub struct RayHead<'h, H: Host + ?Sized> {
-    host: &'h H,
+pub struct RayHead<'h, T: RayTransport + ?Sized> {
+    transport: &'h T,
     cluster: String,
     target: RayTarget,
 }
 
-impl<'h, H: Host + ?Sized> RayHead<'h, H> {
+impl<'h, T: RayTransport + ?Sized> RayHead<'h, T> {
     /// The head of `cluster`, reached through the cluster's head Service (as KubeRay does).
-    pub fn new(host: &'h H, cluster: impl Into<String>) -> Self {
+    pub fn new(transport: &'h T, cluster: impl Into<String>) -> Self {
         Self {
-            host,
+            transport,
             cluster: cluster.into(),
             target: RayTarget::Cluster,
         }
@@ -64,6 +64,6 @@ impl<'h, H: Host + ?Sized> RayHead<'h, H> {
             headers,
             body: body.unwrap_or_default(),
         };
-        Ok(self.host.ray(&request)?)
+        Ok(self.transport.ray(&request)?)
     }
 }

@@ -13,10 +13,9 @@ pub use self::{
     submit::{JobSubmitRequest, runtime_env_from_yaml},
 };
 use super::{
-    RayError, RayHead,
+    RayError, RayHead, RayTransport,
     wire::{decode, is_success, path_segment, quoted_body, status_error},
 };
-use crate::Host;
 
 /// The Jobs API's root; Ray requires the trailing slash on submit and list.
 const JOBS: &str = "/api/jobs/";
@@ -49,7 +48,7 @@ struct DeleteResponse {
     deleted: bool,
 }
 
-impl<H: Host + ?Sized> RayHead<'_, H> {
+impl<T: RayTransport + ?Sized> RayHead<'_, T> {
     /// `POST /api/jobs/`. A 500 whose text asks for a different submission id means the id is taken: the job
     /// was submitted before, which is what an idempotent submission wants.
     pub fn submit_job(&self, request: &JobSubmitRequest) -> Result<SubmitOutcome, RayError> {

@@ -8,10 +8,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{
-    RayError, RayHead,
+    RayError, RayHead, RayTransport,
     wire::{decode, is_success, null_as_default, status_error},
 };
-use crate::Host;
 
 /// KubeRay's `?api_type=declarative` asks for the applications deployed from a config (older Ray ignores it).
 const DETAILS: &str = "/api/serve/applications/?api_type=declarative";
@@ -78,7 +77,7 @@ pub struct ServeDeploymentDetails {
     pub message: Option<String>,
 }
 
-impl<H: Host + ?Sized> RayHead<'_, H> {
+impl<T: RayTransport + ?Sized> RayHead<'_, T> {
     /// `GET /api/serve/applications/?api_type=declarative`.
     pub fn serve_details(&self) -> Result<ServeDetails, RayError> {
         let response = self.dashboard("GET", DETAILS.to_string(), None)?;

@@ -332,3 +332,40 @@ fn garbage_on_success_is_a_decode_error() {
         "{err}"
     );
 }
+
+/// A transport that is not a plugin's host, as a native server would write one.
+struct Canned(Mutex<Vec<RayRequest>>);
+
+impl crate::RayTransport for Canned {
+    fn ray(&self, request: &RayRequest) -> Result<RayResponse, HostError> {
+        self.0.lock().unwrap().push(request.clone());
+        match request.method.as_str() {
+            "GET" => answer(200, RUNNING),
+            _ => answer(
+                500,
+                "Please use a different submission_id: job-abcde exists already",
+            ),
+        }
+    }
+}
+
+#[test]
+fn the_client_works_over_any_transport() {
+    let transport = Canned(Mutex::new(Vec::new()));
+    let head = RayHead::new(&transport, "c").via_head_pod();
+    let info = head.job_info("job-abcde").unwrap().unwrap();
+    assert_eq!(info.status, JobStatus::Running);
+    let request = JobSubmitRequest::new("python x.py").submission_id("job-abcde");
+    assert_eq!(
+        head.submit_job(&request),
+        Ok(SubmitOutcome::AlreadySubmitted {
+            submission_id: "job-abcde".into()
+        })
+    );
+    let seen = transport.0.lock().unwrap();
+    assert_eq!(seen.len(), 2);
+    assert!(
+        seen.iter()
+            .all(|r| r.target == RayTarget::HeadPod && r.cluster == "c")
+    );
+}

@@ -1,17 +1,22 @@
 //! Ray token authentication: a RayCluster with `authOptions.mode: token` keeps its token in a Secret (the one
-//! `authOptions.secretName` names, else `<cluster>`, key `auth_token`). The host reads it with its own
-//! credentials (plugins never see it) and sends it as `x-ray-authorization`, which Ray accepts and which,
-//! unlike `Authorization`, survives the API server's proxy.
+//! `authOptions.secretName` names, else `<cluster>`, key `auth_token`). It is read through the caller's
+//! [`ObjectLookup`] (the operator with its own credentials, so plugins never see it; a server acting for a
+//! user with the user's) and sent as `x-ray-authorization`, which Ray accepts and which, unlike
+//! `Authorization`, survives the API server's proxy.
 
 use kuberay_plugin_sdk::{HostError, Kind};
 use serde_json::Value;
 
-use crate::{kubernetes::KubeBridge, sandbox::host_api::HostResult};
+use crate::{HostResult, ObjectLookup};
 
-pub const HEADER: &str = "x-ray-authorization";
+pub(crate) const HEADER: &str = "x-ray-authorization";
 
 /// The header value for `cluster`, if it uses token authentication.
-pub async fn header(bridge: &KubeBridge, namespace: &str, cluster: &Value) -> HostResult<Option<String>> {
+pub(crate) async fn header(
+    lookup: &impl ObjectLookup,
+    namespace: &str,
+    cluster: &Value,
+) -> HostResult<Option<String>> {
     if cluster.pointer("/spec/authOptions/mode").and_then(Value::as_str) != Some("token") {
         return Ok(None);
     }
@@ -20,8 +25,8 @@ pub async fn header(bridge: &KubeBridge, namespace: &str, cluster: &Value) -> Ho
         .and_then(Value::as_str)
         .or_else(|| cluster.pointer("/metadata/name").and_then(Value::as_str))
         .unwrap_or_default();
-    let secret = bridge
-        .read(&Kind::new("", "v1", "Secret"), namespace, name)
+    let secret = lookup
+        .get(&Kind::new("", "v1", "Secret"), namespace, name)
         .await?
         .ok_or_else(|| HostError::Unavailable(format!("the auth token Secret {name} does not exist yet")))?;
     let encoded = secret

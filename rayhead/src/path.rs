@@ -1,8 +1,9 @@
-//! What a plugin may put in the path of a request to a Ray head: an absolute path (with an optional query)
-//! that stays under the head's root. Anything that could climb out of the proxy prefix (`..`, `//`),
-//! smuggle a separator past a decoder (`%2e`, `%2f`, `%5c`) or name another target (a scheme, a fragment)
-//! is refused, because in proxy mode the path is appended to an API server URL.
+//! What a plugin or a user may put in the path of a request to a Ray head: an absolute path (with an
+//! optional query) that stays under the head's root. Anything that could climb out of the proxy prefix
+//! (`..`, `//`), smuggle a separator past a decoder (`%2e`, `%2f`, `%5c`) or name another target (a scheme,
+//! a fragment) is refused, because in proxy mode the path is appended to an API server URL.
 
+/// A path refused by [`validate`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("refused path {path:?}: {reason}")]
 pub struct PathError {
@@ -10,6 +11,7 @@ pub struct PathError {
     pub reason: &'static str,
 }
 
+/// Whether `path` may be sent to a Ray head (see the module's rules).
 pub fn validate(path: &str) -> Result<(), PathError> {
     let fail = |reason| {
         Err(PathError {

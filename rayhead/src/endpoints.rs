@@ -1,42 +1,38 @@
 //! Resolving a Service to the addresses behind it, from its EndpointSlices: what cluster DNS answers for a
 //! headless Service (KubeRay's head Service is one), without depending on DNS being reachable from the
-//! operator.
+//! caller.
 
 use std::net::{IpAddr, SocketAddr};
 
-use kube::{
-    Api,
-    api::{DynamicObject, ListParams},
-    discovery::ApiResource,
-};
-use kuberay_plugin_sdk::HostError;
+use kuberay_plugin_sdk::{HostError, Kind};
 use serde_json::Value;
 
-use crate::{kubernetes::KubeBridge, sandbox::host_api::HostResult};
+use crate::{HostResult, ObjectLookup};
 
 /// Ready endpoints first, then the rest (a headless head Service publishes not-ready addresses too).
-pub async fn resolve(
-    bridge: &KubeBridge,
+///
+/// A refusal to list the EndpointSlices stays a [`HostError::Forbidden`] (the caller's identity may not read
+/// them); any other failure is [`HostError::Unavailable`], as the head cannot be reached yet.
+pub(crate) async fn resolve(
+    lookup: &impl ObjectLookup,
     namespace: &str,
     service: &str,
     port_name: &str,
 ) -> HostResult<Vec<SocketAddr>> {
-    let resource = ApiResource {
-        group: "discovery.k8s.io".into(),
-        version: "v1".into(),
-        api_version: "discovery.k8s.io/v1".into(),
-        kind: "EndpointSlice".into(),
-        plural: "endpointslices".into(),
-    };
-    let api: Api<DynamicObject> = Api::namespaced_with(bridge.client.clone(), namespace, &resource);
-    let slices = api
-        .list(&ListParams::default().labels(&format!("kubernetes.io/service-name={service}")))
+    let slices = lookup
+        .list(
+            &Kind::new("discovery.k8s.io", "v1", "EndpointSlice"),
+            namespace,
+            &format!("kubernetes.io/service-name={service}"),
+        )
         .await
-        .map_err(|e| HostError::Unavailable(format!("listing the endpoints of {service}: {e}")))?;
+        .map_err(|e| match e {
+            HostError::Forbidden(message) => HostError::Forbidden(message),
+            other => HostError::Unavailable(format!("listing the endpoints of {service}: {other}")),
+        })?;
     let (mut ready, mut other) = (Vec::new(), Vec::new());
-    for slice in &slices.items {
+    for slice in &slices {
         let Some(port) = slice
-            .data
             .get("ports")
             .and_then(Value::as_array)
             .into_iter()
@@ -51,7 +47,6 @@ pub async fn resolve(
         };
         let Ok(port) = u16::try_from(port) else { continue };
         for endpoint in slice
-            .data
             .get("endpoints")
             .and_then(Value::as_array)
             .into_iter()

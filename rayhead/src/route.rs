@@ -1,30 +1,33 @@
-//! Where a request to a Ray head goes. The host, never the plugin, decides:
+//! Where a request to a Ray head goes. This crate, never the plugin or user asking, decides:
 //!
 //! - directly: the cluster is `http://<head-svc>.<ns>.svc.<domain>:<port>` (the port the head Service names
 //!   after the role) and the head Pod is `http://<podIP>:<port>`. Service names are resolved to the Service's
 //!   ready endpoints through the Kubernetes API, the way cluster DNS resolves a headless Service, so direct
-//!   mode works wherever the operator can reach Pod addresses, in a cluster or next to one;
+//!   mode works wherever the caller can reach Pod addresses, in a cluster or next to one;
 //! - through the API server (`--use-kubernetes-proxy`): `/api/v1/namespaces/<ns>/services/<head-svc>:<port
-//!   name>/proxy<path>` and `/api/v1/namespaces/<ns>/pods/<pod>:<port>/proxy<path>`, with the operator's own
-//!   credentials, for operators that cannot reach Pods.
+//!   name>/proxy<path>` and `/api/v1/namespaces/<ns>/pods/<pod>:<port>/proxy<path>`, with the credentials of
+//!   the client the caller hands in (the operator's own, or a user's), for callers that cannot reach Pods.
 
 use std::net::SocketAddr;
 
 use kuberay_plugin_sdk::{HostError, Kind, PortRole, RayTarget};
 use serde_json::Value;
 
-use crate::{kubernetes::KubeBridge, sandbox::host_api::HostResult};
+use crate::{HostResult, ObjectLookup};
 
-/// How the operator reaches Ray heads.
+/// How Ray heads are reached.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RoutingMode {
+    /// Straight to the head Service's endpoints or the head Pod's address; `cluster_domain` is the cluster's
+    /// DNS domain (`cluster.local`), which names the head Service in the `Host` header.
     Direct { cluster_domain: String },
+    /// Only through the API server's `services/proxy` and `pods/proxy` subresources.
     KubernetesProxy,
 }
 
 /// A resolved destination.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Route {
+pub(crate) enum Route {
     /// `authority` is what the URL names (and the Host header carries); `addrs` are where it resolves.
     Direct {
         authority: String,
@@ -37,7 +40,7 @@ pub enum Route {
 
 impl Route {
     /// A label for metrics: `direct-service`, `direct-pod`, `proxy-service` or `proxy-pod`.
-    pub fn label(&self) -> &'static str {
+    pub(crate) fn label(&self) -> &'static str {
         match self {
             Self::Direct { kind, .. } | Self::Proxy { kind, .. } => kind,
         }
@@ -85,8 +88,8 @@ pub fn head_service_name(cluster: &Value) -> String {
         })
 }
 
-pub async fn resolve(
-    bridge: &KubeBridge,
+pub(crate) async fn resolve(
+    lookup: &impl ObjectLookup,
     mode: &RoutingMode,
     namespace: &str,
     cluster: &Value,
@@ -97,8 +100,8 @@ pub async fn resolve(
     match target {
         RayTarget::Cluster => {
             let service_name = head_service_name(cluster);
-            let service = bridge
-                .read(&Kind::new("", "v1", "Service"), namespace, &service_name)
+            let service = lookup
+                .get(&Kind::new("", "v1", "Service"), namespace, &service_name)
                 .await?
                 .ok_or_else(|| {
                     unavailable(format!(
@@ -127,7 +130,7 @@ pub async fn resolve(
                 RoutingMode::Direct { cluster_domain } => {
                     let service_port = port.get("port").and_then(Value::as_u64).unwrap_or(0);
                     let addrs =
-                        super::endpoints::resolve(bridge, namespace, &service_name, port_name).await?;
+                        super::endpoints::resolve(lookup, namespace, &service_name, port_name).await?;
                     Ok(Route::Direct {
                         authority: format!("{service_name}.{namespace}.svc.{cluster_domain}:{service_port}"),
                         addrs,
@@ -137,7 +140,7 @@ pub async fn resolve(
             }
         }
         RayTarget::HeadPod => {
-            let pod = head_pod(bridge, namespace, cluster).await?;
+            let pod = head_pod(lookup, namespace, cluster).await?;
             let pod_name = str_at(&pod, "/metadata/name").unwrap_or_default().to_string();
             let port = pod
                 .pointer("/spec/containers/0/ports")
@@ -171,16 +174,16 @@ pub async fn resolve(
 }
 
 /// The head Pod: the one the status names if it still exists, else the Pod labelled as the head.
-async fn head_pod(bridge: &KubeBridge, namespace: &str, cluster: &Value) -> HostResult<Value> {
+async fn head_pod(lookup: &impl ObjectLookup, namespace: &str, cluster: &Value) -> HostResult<Value> {
     let pods = Kind::new("", "v1", "Pod");
     if let Some(name) = str_at(cluster, "/status/head/podName")
-        && let Some(pod) = bridge.read(&pods, namespace, name).await?
+        && let Some(pod) = lookup.get(&pods, namespace, name).await?
     {
         return Ok(pod);
     }
     let cluster_name = str_at(cluster, "/metadata/name").unwrap_or_default();
     let selector = format!("ray.io/cluster={cluster_name},ray.io/node-type=head");
-    bridge
+    lookup
         .list(&pods, namespace, &selector)
         .await?
         .into_iter()

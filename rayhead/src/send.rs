@@ -10,13 +10,12 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper_util::{client::legacy::Client as HttpClient, rt::TokioExecutor};
 use kuberay_plugin_sdk::{HostError, RayRequest, RayResponse};
 
-use super::route::Route;
-use crate::sandbox::host_api::HostResult;
+use crate::{HostResult, route::Route};
 
-/// Largest answer passed to a plugin.
+/// Largest answer passed on (16 MiB); a longer one is an [`HostError::Unavailable`].
 pub const MAX_RESPONSE: usize = 16 << 20;
 
-/// Headers a plugin may not set: the host owns the connection and the credentials.
+/// Headers a request may not set: the sender owns the connection and the credentials.
 const HOST_OWNED: &[&str] = &[
     "host",
     "authorization",
@@ -29,9 +28,9 @@ const HOST_OWNED: &[&str] = &[
     "te",
 ];
 
-pub type DirectClient = HttpClient<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>;
+pub(crate) type DirectClient = HttpClient<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>;
 
-pub fn direct_client() -> DirectClient {
+pub(crate) fn direct_client() -> DirectClient {
     let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
     connector.set_connect_timeout(Some(Duration::from_secs(2)));
     connector.set_nodelay(true);
@@ -103,7 +102,7 @@ fn api_server_error(status: u16, body: &[u8]) -> Option<HostError> {
     })
 }
 
-pub async fn send(
+pub(crate) async fn send(
     direct: &DirectClient,
     api: &kube::Client,
     route: &Route,

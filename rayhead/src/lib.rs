@@ -1,0 +1,150 @@
+//! Reaching the Ray head of a RayCluster, as kuberay-wasm does: HTTP to a head's dashboard, Serve proxy or
+//! dashboard agent, shared by the operator (for its plugins) and the API server (for its users).
+//!
+//! A request names a cluster, a port role, a target (the cluster's head Service or its head Pod) and a path;
+//! it never names a URL, host or port. [`RayHeads::send`] checks that the path stays under the head's root
+//! ([`validate_path`]), picks the route (directly or through the API server's proxy subresources, as
+//! [`RoutingMode`] says), adds the cluster's auth token, bounds the wait and the answer (16 MiB), and tells a
+//! Kubernetes `Status` from the proxy apart from Ray's answer.
+//!
+//! Which cluster a caller may reach is the caller's business: the operator allows a plugin only the RayCluster
+//! it reconciles, owns or selects; a server acting for a user lets the API server decide, reading the
+//! RayCluster with the user's identity. The Kubernetes reads needed on the way (head Service, head Pod,
+//! EndpointSlices, token Secret) go through the caller's [`ObjectLookup`]: the operator's watch caches, or
+//! [`ApiLookup`] over a client that may impersonate the user. Each caller counts the requests in its own
+//! metrics from [`Sent::route`] and [`Sent::outcome`].
+
+mod auth;
+mod endpoints;
+mod lookup;
+mod path;
+mod route;
+mod send;
+
+use std::time::Duration;
+
+use kuberay_plugin_sdk::{HostError, RayRequest, RayResponse};
+pub use lookup::{ApiLookup, ObjectLookup};
+pub use path::{PathError, validate as validate_path};
+pub use route::{RoutingMode, head_service_name};
+pub use send::MAX_RESPONSE;
+use serde_json::Value;
+
+pub(crate) type HostResult<T> = Result<T, HostError>;
+
+/// KubeRay's per-request timeouts: a direct request to a head is answered fast or not at all; through the
+/// API server it takes an extra hop.
+pub const DIRECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// See [`DIRECT_TIMEOUT`].
+pub const PROXY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Sends requests to Ray heads, routed one way ([`RoutingMode`]). Build one and share it: it keeps the
+/// connection pool of direct routes.
+pub struct RayHeads {
+    mode: RoutingMode,
+    timeout: Duration,
+    direct: send::DirectClient,
+}
+
+/// What became of one request: the route it took, for the caller's metrics, and the head's answer.
+#[derive(Debug)]
+pub struct Sent {
+    /// `direct-service`, `direct-pod`, `proxy-service` or `proxy-pod`; `unresolved` when no route could be
+    /// found (no head Service, Pod or endpoint yet). `None` when the request was refused before routing (a
+    /// path [`validate_path`] refuses) or the cluster's auth token could not be read: such requests are not
+    /// counted.
+    pub route: Option<&'static str>,
+    /// The head's answer, whatever its status code, or why there is none.
+    pub result: Result<RayResponse, HostError>,
+}
+
+impl Sent {
+    /// `ok` (a 2xx answer), `http-error` (any other answer from the head) or `unavailable` (no answer).
+    pub fn outcome(&self) -> &'static str {
+        match &self.result {
+            Ok(r) if (200..300).contains(&r.status) => "ok",
+            Ok(_) => "http-error",
+            Err(_) => "unavailable",
+        }
+    }
+}
+
+impl RayHeads {
+    /// `timeout` bounds one request; `None` takes KubeRay's default for `mode` ([`DIRECT_TIMEOUT`],
+    /// [`PROXY_TIMEOUT`]).
+    pub fn new(mode: RoutingMode, timeout: Option<Duration>) -> Self {
+        let timeout = timeout.unwrap_or(match mode {
+            RoutingMode::Direct { .. } => DIRECT_TIMEOUT,
+            RoutingMode::KubernetesProxy => PROXY_TIMEOUT,
+        });
+        Self {
+            mode,
+            timeout,
+            direct: send::direct_client(),
+        }
+    }
+
+    pub fn mode(&self) -> &RoutingMode {
+        &self.mode
+    }
+
+    /// The timeout of one request.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// Sends `request` to the head of `cluster`, a RayCluster object in `namespace` the caller has already
+    /// allowed the requester to reach (`request.cluster` is not looked at).
+    ///
+    /// `lookup` reads the head Service, head Pod, EndpointSlices and token Secret. `api` carries proxy routes
+    /// (and their credentials); build it without kube's automatic retries (`Config::default_retry = false`):
+    /// a 503 from the proxy is an answer to pass on, not something to retry for minutes. Direct routes do not
+    /// use it.
+    pub async fn send(
+        &self,
+        lookup: &impl ObjectLookup,
+        api: &kube::Client,
+        namespace: &str,
+        cluster: &Value,
+        request: &RayRequest,
+    ) -> Sent {
+        let refused = |result| Sent { route: None, result };
+        if let Err(e) = validate_path(&request.path) {
+            return refused(Err(HostError::Forbidden(e.to_string())));
+        }
+        let route = route::resolve(
+            lookup,
+            &self.mode,
+            namespace,
+            cluster,
+            request.role,
+            request.target,
+        )
+        .await;
+        let route = match route {
+            Ok(route) => route,
+            Err(e) => {
+                tracing::debug!(namespace, cluster = ?cluster.pointer("/metadata/name"), error = %e, "no route to the Ray head");
+                return Sent {
+                    route: Some("unresolved"),
+                    result: Err(e),
+                };
+            }
+        };
+        let token = match auth::header(lookup, namespace, cluster).await {
+            Ok(token) => token,
+            Err(e) => return refused(Err(e)),
+        };
+        let result = send::send(&self.direct, api, &route, request, token.as_deref(), self.timeout).await;
+        if let Err(e) = &result {
+            tracing::debug!(namespace, cluster = ?cluster.pointer("/metadata/name"), route = route.label(), error = %e, "Ray request failed");
+        }
+        Sent {
+            route: Some(route.label()),
+            result,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
