@@ -9,3 +9,5 @@
 pub mod api;
 pub mod context;
 pub mod error;
+pub mod openapi;
+pub mod rest;
