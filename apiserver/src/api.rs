@@ -3,6 +3,7 @@
 
 #![allow(
     clippy::all,
+    clippy::allow_attributes_without_reason,
     unused_qualifications,
     rust_2018_idioms,
     reason = "generated code"
