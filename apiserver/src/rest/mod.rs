@@ -32,9 +32,10 @@ use tonic::Code;
 use tower::Service;
 
 pub use routes::RouteError;
-pub(crate) use routes::{BodyRule, Route, RouteTable};
+pub(crate) use routes::{BodyRule, Route, RouteTable, resolve_path_field};
 pub use status::{error_response, error_response_with_status, http_status, payload_too_large};
 pub use template::TemplateError;
+pub(crate) use transcode::{is_scalar_wkt, response_json};
 
 use crate::api::FILE_DESCRIPTOR_SET;
 use template::split_path;
@@ -173,7 +174,7 @@ impl Gateway {
 fn response_body(route: &Route, bytes: Bytes) -> Result<Vec<u8>, tonic::Status> {
     let message = DynamicMessage::decode(route.rpc.output(), bytes)
         .map_err(|e| tonic::Status::internal(format!("the gRPC response cannot be decoded: {e}")))?;
-    transcode::response_json(&message)
+    response_json(&message)
         .map_err(|e| tonic::Status::internal(format!("the response cannot be written as JSON: {e}")))
 }
 
