@@ -1,5 +1,6 @@
 //! The generated OpenAPI document passes a real validator: `openapi-spec-validator` from the project's
-//! API-tools virtualenv (`make apitools`, `tests/apitools/setup.sh`).
+//! API-tools virtualenv (`make apitools`, `tests/apitools/setup.sh`). Set `OPENAPI_DOCUMENT_COPY=<file>`
+//! to keep a copy of the document checked.
 
 use std::{path::PathBuf, process::Command};
 
@@ -21,6 +22,9 @@ fn the_document_passes_openapi_spec_validator() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("openapi.json");
     std::fs::write(&file, serde_json::to_vec_pretty(&document).unwrap()).unwrap();
+    if let Some(copy) = std::env::var_os("OPENAPI_DOCUMENT_COPY") {
+        std::fs::copy(&file, copy).unwrap();
+    }
     let output = Command::new(validator()).arg(&file).output().unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);

@@ -3,7 +3,11 @@
 //! `google.api.http` bindings in the descriptor set; there is no per-RPC code.
 //!
 //! A request is matched against the route table by path and method (an unknown path is 404, a known path
-//! with another method 405). The request message is built from the body (`body: "*"` fills the whole
+//! with another method 405 with an `Allow` header). Path segments are percent-decoded one by one (`%2F`
+//! stays inside its segment), one trailing slash is ignored, and an empty segment never fills a variable
+//! (`/namespaces//clusters` is 404, as in KubeRay); when two templates match, literal segments win over
+//! variables (`.../{clustername}/log/{submissionid}` over `.../{clustername}/{submissionid}/...`). The
+//! request message is built from the body (`body: "*"` fills the whole
 //! message, `body: "field"` that field; protobuf's JSON mapping with both the lowerCamelCase and the proto
 //! field names, enums by name or number, 64-bit integers as strings or numbers, unknown keys ignored), then
 //! the path variables, then the query string for the fields neither fills. Any problem with the input is a
