@@ -16,15 +16,15 @@ const PROTOS: &[&str] = &[
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("cargo:rerun-if-changed=proto");
     let out = PathBuf::from(env::var("OUT_DIR")?);
-    let descriptors = protox::Compiler::new(["proto"])?
+    let mut compiler = protox::Compiler::new(["proto"])?;
+    compiler
         .include_imports(true)
         .include_source_info(true)
-        .open_files(PROTOS)?
-        .file_descriptor_set();
-    std::fs::write(
-        out.join("kuberay_api.bin"),
-        prost::Message::encode_to_vec(&descriptors),
-    )?;
+        .open_files(PROTOS)?;
+    // Encoded by protox itself: prost's descriptor types would drop the custom options (google.api.http,
+    // google.api.field_behavior) that the gateway and the OpenAPI document read.
+    std::fs::write(out.join("kuberay_api.bin"), compiler.encode_file_descriptor_set())?;
+    let descriptors = compiler.file_descriptor_set();
     tonic_prost_build::configure()
         .build_client(true)
         .build_server(true)

@@ -7,10 +7,12 @@
 //! server's RBAC decides what a user may do.
 
 pub mod api;
-pub mod context;
-pub mod error;
 pub mod auth;
 pub mod config;
+pub mod context;
+pub mod error;
 pub mod metrics;
+pub mod openapi;
 pub mod passthrough;
+pub mod rest;
 pub mod telemetry;
