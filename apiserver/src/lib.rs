@@ -15,4 +15,5 @@ pub mod metrics;
 pub mod openapi;
 pub mod passthrough;
 pub mod rest;
+pub mod submissions;
 pub mod telemetry;
