@@ -13,25 +13,42 @@ pub(crate) const FORWARDED_HEADERS: &[&str] = &["authorization", "x-request-id"]
 
 /// Calls `grpc` at `path` (`/<package.Service>/<Method>`) with the encoded request `message`. `parts` are
 /// those of the HTTP request: the forwarded headers become metadata and the extensions move to the gRPC
-/// request. Returns the encoded response message, or the status the call ended with.
+/// request. Returns the encoded response message, or the status the call ended with, and the extensions of
+/// the gRPC response (the layers behind `grpc` leave notes there, such as who was authenticated).
 pub(crate) async fn unary<S, B>(
     grpc: S,
     path: &str,
     message: Vec<u8>,
     parts: http::request::Parts,
-) -> Result<Bytes, Status>
+) -> (Result<Bytes, Status>, http::Extensions)
 where
     S: Service<Request<tonic::body::Body>, Response = Response<B>>,
     S::Error: Into<tower::BoxError>,
     B: http_body::Body<Data = Bytes>,
     B::Error: Into<tower::BoxError>,
 {
-    let request = grpc_request(path, &message, parts)?;
-    let response = grpc
-        .oneshot(request)
-        .await
-        .map_err(|e| Status::internal(format!("the gRPC service failed: {}", e.into())))?;
-    let (head, body) = response.into_parts();
+    let request = match grpc_request(path, &message, parts) {
+        Ok(request) => request,
+        Err(status) => return (Err(status), http::Extensions::new()),
+    };
+    let response = match grpc.oneshot(request).await {
+        Ok(response) => response,
+        Err(e) => {
+            let status = Status::internal(format!("the gRPC service failed: {}", e.into()));
+            return (Err(status), http::Extensions::new());
+        }
+    };
+    let (mut head, body) = response.into_parts();
+    let extensions = std::mem::take(&mut head.extensions);
+    (answer(head, body).await, extensions)
+}
+
+/// The message of a gRPC answer, or the status it ended with.
+async fn answer<B>(head: http::response::Parts, body: B) -> Result<Bytes, Status>
+where
+    B: http_body::Body<Data = Bytes>,
+    B::Error: Into<tower::BoxError>,
+{
     if head.status != StatusCode::OK {
         return Err(Status::new(
             code_from_http(head.status),

@@ -166,11 +166,13 @@ impl Gateway {
             Ok(message) => message,
             Err(BadRequest(reason)) => return error_response(Code::InvalidArgument, &reason),
         };
-        let answer = call::unary(grpc, &route.grpc_path, message.encode_to_vec(), parts).await;
-        match answer.and_then(|bytes| response_body(route, bytes)) {
+        let (answer, extensions) = call::unary(grpc, &route.grpc_path, message.encode_to_vec(), parts).await;
+        let mut response = match answer.and_then(|bytes| response_body(route, bytes)) {
             Ok(json) => status::json_response(StatusCode::OK, json),
             Err(status) => error_response(status.code(), status.message()),
-        }
+        };
+        response.extensions_mut().extend(extensions);
+        response
     }
 }
 

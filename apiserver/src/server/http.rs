@@ -18,10 +18,9 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 use super::{grpc::Core, health::Readiness, observe::RouteLabel};
 use crate::{
     auth::{AuthenticatedAs, Authenticator},
-    error::ApiError,
     metrics::Metrics,
     passthrough,
-    rest::{self, Gateway},
+    rest::{self, Gateway, MatchedRoute},
 };
 
 /// What the REST handlers share.
@@ -85,11 +84,6 @@ fn limit_body(request: Request, max: usize) -> Request {
     Request::from_parts(parts, Body::new(http_body_util::Limited::new(body, max)))
 }
 
-fn too_large(max: usize) -> Response {
-    api_error(&ApiError::TooLarge(format!(
-        "the request body is larger than {max} bytes"
-    )))
-}
 
 async fn readyz(State(state): State<RestState>) -> Response {
     let response = match state.readiness.check() {
@@ -120,12 +114,17 @@ async fn openapi(State(state): State<RestState>) -> Response {
 /// Everything else: the pass-through for Kubernetes-shaped paths, the gateway for the rest.
 async fn dispatch(State(state): State<RestState>, request: Request) -> Response {
     if declared_length(&request).is_some_and(|length| length > state.max_body) {
-        return too_large(state.max_body);
+        return rest::payload_too_large(state.max_body);
     }
     if passthrough::handles(request.uri().path()) {
         return labelled("/apis/ray.io/v1/*", pass_through(&state, request).await);
     }
-    state.gateway.handle(state.core.clone(), request).await
+    let mut response = state.gateway.handle(state.core.clone(), request).await;
+    if let Some(route) = response.extensions().get::<MatchedRoute>() {
+        let label = RouteLabel(route.label().into());
+        response.extensions_mut().insert(label);
+    }
+    response
 }
 
 fn declared_length(request: &Request) -> Option<usize> {
@@ -142,11 +141,11 @@ async fn pass_through(state: &RestState, request: Request) -> Response {
     let target = passthrough::target(request.method(), request.uri().path(), request.uri().query());
     let target = match target {
         Ok(target) => target,
-        Err(e) => return api_error(&e),
+        Err(e) => return passthrough::status_response(&e),
     };
     let context = match state.auth.authenticate(request.headers(), request.extensions()).await {
         Ok(context) => context,
-        Err(e) => return api_error(&e),
+        Err(e) => return passthrough::status_response(&e),
     };
     let who = AuthenticatedAs(context.who().to_string());
     let mut response = match target {
@@ -154,7 +153,7 @@ async fn pass_through(state: &RestState, request: Request) -> Response {
         passthrough::Target::Forward(path) => {
             match passthrough::forward(&context, &path, request, state.max_body).await {
                 Ok(response) => response,
-                Err(e) => api_error(&e),
+                Err(e) => passthrough::status_response(&e),
             }
         }
     };
@@ -162,12 +161,3 @@ async fn pass_through(state: &RestState, request: Request) -> Response {
     response
 }
 
-fn api_error(error: &ApiError) -> Response {
-    let mut response = rest::error_response(error.code(), &error.to_string())
-        .map(Body::new)
-        .into_response();
-    if matches!(error, ApiError::TooLarge(_)) {
-        *response.status_mut() = StatusCode::PAYLOAD_TOO_LARGE;
-    }
-    response
-}

@@ -13,6 +13,7 @@ mod tls;
 use std::sync::Arc;
 
 use anyhow::Context;
+use kuberay_rayhead::{RayHeads, RoutingMode};
 use tokio::net::TcpListener;
 
 pub use self::{listener::PeerAddr, observe::RouteLabel};
@@ -20,9 +21,11 @@ use crate::{
     auth::{AuthLayer, AuthMode, Authenticator, access::AccessReviewer},
     config::Config,
     metrics::Metrics,
-    openapi,
+    api::ray_job_submission_service_server::RayJobSubmissionServiceServer,
+    openapi, passthrough,
     rest::Gateway,
-    services,
+    services::Services,
+    submissions::{Heads, JobSubmissions},
 };
 
 /// Addresses the server listens on, once bound (port 0 in the configuration picks a free port).
@@ -42,12 +45,39 @@ pub async fn kube_client(config: &Config) -> anyhow::Result<kube::Client> {
         }
         None => kube::Config::infer().await.context("finding the Kubernetes API server")?,
     };
-    // A slow API server must fail a call with UNAVAILABLE before the call's own deadline runs out.
+    // A slow API server must fail a call with UNAVAILABLE before the call's own deadline runs out, and an
+    // error is the caller's to retry: kube's automatic retries would hold a call (and a proxied Ray request)
+    // for minutes.
+    kube_config.default_retry = false;
     let budget = config.request_timeout.mul_f64(0.8);
     kube_config.read_timeout = Some(budget);
     kube_config.write_timeout = Some(budget);
     kube_config.connect_timeout = Some(budget.min(std::time::Duration::from_secs(10)));
     kube::Client::try_from(kube_config).context("building the Kubernetes client")
+}
+
+/// The API's gRPC services, each accepting messages up to `--max-request-bytes`.
+fn routes(config: &Config, server: &kube::Client, metrics: &Metrics) -> tonic::service::RoutesBuilder {
+    let mode = if config.use_kubernetes_proxy {
+        RoutingMode::KubernetesProxy
+    } else {
+        RoutingMode::Direct {
+            cluster_domain: config.cluster_domain.clone(),
+        }
+    };
+    let heads = Heads::new(
+        RayHeads::new(mode, config.ray_request_timeout),
+        AccessReviewer::new(server.clone()),
+        metrics.clone(),
+    );
+    let submissions = RayJobSubmissionServiceServer::new(JobSubmissions::new(Arc::new(heads)))
+        .max_decoding_message_size(config.max_request_bytes);
+    let mut routes = tonic::service::RoutesBuilder::default();
+    Services::system()
+        .with_max_message_size(config.max_request_bytes)
+        .add_to(&mut routes);
+    routes.add_service(submissions);
+    routes
 }
 
 /// Serves until `shutdown` resolves; `on_bound` learns the addresses once both ports listen.
@@ -71,8 +101,7 @@ pub async fn run(
         config.token_cache_ttl,
         metrics.clone(),
     ));
-    let state = services::State::new(&config, server.clone(), AccessReviewer::new(server.clone()), metrics.clone());
-    let routes = services::routes(state, config.max_request_bytes);
+    let routes = routes(&config, &server, &metrics);
     let (core, health) = grpc::core(
         routes,
         AuthLayer::new(auth.clone()),
@@ -81,12 +110,20 @@ pub async fn run(
     .await?;
     let readiness = health::Readiness::new();
     let rest = http::RestState {
-        gateway: Arc::new(Gateway::new().context("building the REST routes from the API definition")?),
+        gateway: Arc::new(
+            Gateway::new()
+                .context("building the REST routes from the API definition")?
+                .with_body_limit(config.max_request_bytes),
+        ),
         core: core.clone(),
         auth,
         readiness: readiness.clone(),
         metrics: metrics.clone(),
-        openapi: Arc::new(openapi::document().to_string()),
+        openapi: Arc::new(
+            openapi::document(passthrough::openapi_paths())
+                .context("generating the OpenAPI document")?
+                .to_string(),
+        ),
         max_body: config.max_request_bytes,
     };
     let tls = match (&config.tls_cert_file, &config.tls_key_file) {
