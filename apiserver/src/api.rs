@@ -1,7 +1,13 @@
 //! The API as generated from `proto/`: message types, gRPC servers and clients (package `proto`, as
 //! KubeRay's), and the encoded descriptor set the REST gateway, reflection and OpenAPI document read.
 
-#![allow(clippy::all, unused_qualifications, rust_2018_idioms, reason = "generated code")]
+#![allow(
+    clippy::all,
+    clippy::allow_attributes_without_reason,
+    unused_qualifications,
+    rust_2018_idioms,
+    reason = "generated code"
+)]
 
 tonic::include_proto!("proto");
 
