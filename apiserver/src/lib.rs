@@ -8,4 +8,6 @@
 
 pub mod api;
 pub mod context;
+pub mod convert;
 pub mod error;
+pub mod validate;
