@@ -10,4 +10,5 @@ pub mod api;
 pub mod context;
 pub mod convert;
 pub mod error;
+pub mod resources;
 pub mod validate;
