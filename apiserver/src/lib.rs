@@ -11,4 +11,5 @@ pub mod context;
 pub mod convert;
 pub mod error;
 pub mod resources;
+pub mod services;
 pub mod validate;
