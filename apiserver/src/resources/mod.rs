@@ -31,6 +31,7 @@ use crate::{
 
 /// Where the server's time comes from (the timestamp annotations); tests use a fixed one.
 pub trait Clock: Send + Sync + 'static {
+    /// The current time.
     fn now(&self) -> jiff::Timestamp;
 }
 
@@ -47,6 +48,7 @@ impl Clock for SystemClock {
 /// Which namespaces a list covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope<'a> {
+    /// One namespace.
     Namespace(&'a str),
     /// One cluster-wide list.
     AllNamespaces,
@@ -55,7 +57,9 @@ pub enum Scope<'a> {
 /// A page of a list: `limit` objects (0: all of them) after the `continue_token` of the previous page.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Page {
+    /// Objects per page; 0 lists all of them.
     pub limit: i64,
+    /// The token of the previous page; empty for the first.
     pub continue_token: String,
 }
 
@@ -63,6 +67,7 @@ pub struct Page {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Listed<K> {
     pub items: Vec<K>,
+    /// Pass as [`Page::continue_token`] for the next page; empty on the last page.
     pub continue_token: String,
 }
 
@@ -85,6 +90,7 @@ impl Default for ResourceManager {
 }
 
 impl ResourceManager {
+    /// A manager whose timestamp annotations come from `clock`.
     pub fn new(clock: Arc<dyn Clock>) -> Self {
         Self { clock }
     }
@@ -105,6 +111,7 @@ impl ResourceManager {
         objects::create(kube, &convert::compute_template::to_config_map(template)).await
     }
 
+    /// The template `name`; NotFound if there is no ConfigMap of that name with the template label.
     pub async fn get_compute_template(
         &self,
         kube: &Client,
@@ -119,6 +126,7 @@ impl ResourceManager {
         Ok(objects::list(kube, scope, &Page::default()).await?.items)
     }
 
+    /// Deletes the template's ConfigMap (clusters built from it keep their resources).
     pub async fn delete_compute_template(&self, kube: &Client, namespace: &str, name: &str) -> ApiResult<()> {
         objects::delete::<ConfigMap>(kube, namespace, name).await
     }
@@ -134,10 +142,12 @@ impl ResourceManager {
         objects::create(kube, &object).await
     }
 
+    /// The managed RayCluster `name`; NotFound if it does not exist or is not managed by the API.
     pub async fn get_cluster(&self, kube: &Client, namespace: &str, name: &str) -> ApiResult<RayCluster> {
         objects::get(kube, namespace, name).await
     }
 
+    /// One page of the managed RayClusters in `scope`.
     pub async fn list_clusters(
         &self,
         kube: &Client,
@@ -147,6 +157,7 @@ impl ResourceManager {
         objects::list(kube, scope, page).await
     }
 
+    /// Deletes the managed RayCluster `name` (its Pods and Services go with it).
     pub async fn delete_cluster(&self, kube: &Client, namespace: &str, name: &str) -> ApiResult<()> {
         objects::delete::<RayCluster>(kube, namespace, name).await
     }
@@ -174,14 +185,17 @@ impl ResourceManager {
         objects::create(kube, &convert::job::to_ray_job(&job, &templates)?).await
     }
 
+    /// The managed RayJob `name`; NotFound if it does not exist or is not managed by the API.
     pub async fn get_job(&self, kube: &Client, namespace: &str, name: &str) -> ApiResult<RayJob> {
         objects::get(kube, namespace, name).await
     }
 
+    /// One page of the managed RayJobs in `scope`.
     pub async fn list_jobs(&self, kube: &Client, scope: Scope<'_>, page: &Page) -> ApiResult<Listed<RayJob>> {
         objects::list(kube, scope, page).await
     }
 
+    /// Deletes the managed RayJob `name`.
     pub async fn delete_job(&self, kube: &Client, namespace: &str, name: &str) -> ApiResult<()> {
         objects::delete::<RayJob>(kube, namespace, name).await
     }
@@ -233,10 +247,12 @@ impl ResourceManager {
         convert::service::to_ray_service(service, &templates, (stamp, &self.now()))
     }
 
+    /// The managed RayService `name`; NotFound if it does not exist or is not managed by the API.
     pub async fn get_service(&self, kube: &Client, namespace: &str, name: &str) -> ApiResult<RayService> {
         objects::get(kube, namespace, name).await
     }
 
+    /// One page of the managed RayServices in `scope`.
     pub async fn list_services(
         &self,
         kube: &Client,
@@ -246,6 +262,7 @@ impl ResourceManager {
         objects::list(kube, scope, page).await
     }
 
+    /// Deletes the managed RayService `name`.
     pub async fn delete_service(&self, kube: &Client, namespace: &str, name: &str) -> ApiResult<()> {
         objects::delete::<RayService>(kube, namespace, name).await
     }

@@ -17,6 +17,7 @@ pub struct ComputeTemplateServer {
 }
 
 impl ComputeTemplateServer {
+    /// The service, acting through `resources`.
     pub fn new(resources: ResourceManager) -> Self {
         Self { resources }
     }

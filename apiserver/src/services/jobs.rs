@@ -17,6 +17,7 @@ pub struct RayJobServer {
 }
 
 impl RayJobServer {
+    /// The service, acting through `resources`.
     pub fn new(resources: ResourceManager) -> Self {
         Self { resources }
     }

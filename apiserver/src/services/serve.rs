@@ -17,6 +17,7 @@ pub struct RayServeServer {
 }
 
 impl RayServeServer {
+    /// The service, acting through `resources`.
     pub fn new(resources: ResourceManager) -> Self {
         Self { resources }
     }
