@@ -102,10 +102,21 @@ pub(super) fn cluster_spec(field: &str, spec: &api::ClusterSpec, version: &str) 
     Ok(())
 }
 
-fn head_group(field: &str, head: &api::HeadGroupSpec) -> ApiResult<()> {
-    if head.compute_template.is_empty() {
+/// The name of the compute template a group uses: one a template could have.
+fn template_name(field: &str, name: &str) -> ApiResult<()> {
+    if name.is_empty() {
         return Err(invalid(format!("{field}.computeTemplate is empty")));
     }
+    if name.len() > 63 || !syntax::is_dns1123_subdomain(name) {
+        return Err(invalid(format!(
+            "{field}.computeTemplate {name:?} is not a valid template name"
+        )));
+    }
+    Ok(())
+}
+
+fn head_group(field: &str, head: &api::HeadGroupSpec) -> ApiResult<()> {
+    template_name(field, &head.compute_template)?;
     if head.ray_start_params.is_empty() {
         return Err(invalid(format!("{field}.rayStartParams is empty")));
     }
@@ -134,9 +145,7 @@ fn worker_group(field: &str, worker: &api::WorkerGroupSpec) -> ApiResult<()> {
             worker.group_name
         )));
     }
-    if worker.compute_template.is_empty() {
-        return Err(invalid(format!("{field}.computeTemplate is empty")));
-    }
+    template_name(field, &worker.compute_template)?;
     if worker.max_replicas <= 0 {
         return Err(invalid(format!("{field}.maxReplicas must be greater than 0")));
     }

@@ -201,6 +201,10 @@ fn head_group() {
         "headGroupSpec.computeTemplate is empty",
     );
     refused(
+        head_with(|h| h.compute_template = "a/b".into()),
+        "headGroupSpec.computeTemplate \"a/b\" is not a valid template name",
+    );
+    refused(
         head_with(|h| h.ray_start_params.clear()),
         "headGroupSpec.rayStartParams is empty",
     );
@@ -249,6 +253,10 @@ fn worker_groups() {
     refused(
         worker_with(|w| w.compute_template.clear()),
         "workerGroupSpec[0].computeTemplate is empty",
+    );
+    refused(
+        worker_with(|w| w.compute_template = "Big".into()),
+        "workerGroupSpec[0].computeTemplate \"Big\"",
     );
     refused(
         worker_with(|w| w.max_replicas = 0),
