@@ -66,7 +66,9 @@ impl Metrics {
         let mut registry = Registry::with_prefix("kuberay_apiserver");
         let requests = Family::<RequestLabels, Counter>::default();
         let durations = Family::<DurationLabels, Histogram>::new_with_constructor(|| {
-            Histogram::new([0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0])
+            Histogram::new([
+                0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+            ])
         });
         let authentications = Family::<OutcomeLabels, Counter>::default();
         let ray_requests = Family::<RayLabels, Counter>::default();

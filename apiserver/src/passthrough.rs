@@ -77,7 +77,10 @@ pub fn target(method: &Method, path: &str, query: Option<&str>) -> Result<Target
                 "only listing and watching the Events of ray.io/v1 objects is forwarded".into(),
             ));
         }
-        return Ok(Target::Forward(format!("{path}?{}", narrowed_events_query(query))));
+        return Ok(Target::Forward(format!(
+            "{path}?{}",
+            narrowed_events_query(query)
+        )));
     }
     Ok(Target::Forward(if query.is_empty() {
         path.to_string()
@@ -87,13 +90,16 @@ pub fn target(method: &Method, path: &str, query: Option<&str>) -> Result<Target
 }
 
 fn discovery_kind(path: &str) -> &'static str {
-    if path == "/api" { "APIVersions" } else { "APIGroupList" }
+    if path == "/api" {
+        "APIVersions"
+    } else {
+        "APIGroupList"
+    }
 }
 
 fn method_not_allowed() -> ApiError {
     ApiError::InvalidArgument("discovery documents can only be read".into())
 }
-
 
 /// `events` or `namespaces/<ns>/events`.
 fn is_event_collection(rest: &str) -> bool {
@@ -156,7 +162,9 @@ pub async fn forward(
 ) -> Result<Response<Body>, ApiError> {
     let (parts, body) = request.into_parts();
     let body = axum::body::to_bytes(body, max_body).await.map_err(|e| {
-        ApiError::TooLarge(format!("the request body could not be read (at most {max_body} bytes): {e}"))
+        ApiError::TooLarge(format!(
+            "the request body could not be read (at most {max_body} bytes): {e}"
+        ))
     })?;
     let mut upstream = Request::builder()
         .method(parts.method.clone())
@@ -172,7 +180,11 @@ pub async fn forward(
     let (answer_parts, answer_body) = answer.into_parts();
     let mut response = Response::new(Body::new(answer_body));
     *response.status_mut() = answer_parts.status;
-    copy_headers(&answer_parts.headers, response.headers_mut(), FORWARDED_RESPONSE_HEADERS);
+    copy_headers(
+        &answer_parts.headers,
+        response.headers_mut(),
+        FORWARDED_RESPONSE_HEADERS,
+    );
     Ok(response)
 }
 
@@ -227,7 +239,8 @@ pub fn openapi_paths() -> Map<String, Value> {
         "application/json": {"schema": object},
         "application/merge-patch+json": {"schema": object},
     }});
-    let namespace = json!({"name": "namespace", "in": "path", "required": true, "schema": {"type": "string"}});
+    let namespace =
+        json!({"name": "namespace", "in": "path", "required": true, "schema": {"type": "string"}});
     let name = json!({"name": "name", "in": "path", "required": true, "schema": {"type": "string"}});
     let list_query = ["labelSelector", "fieldSelector", "continue", "resourceVersion"]
         .iter()
@@ -273,7 +286,10 @@ pub fn openapi_paths() -> Map<String, Value> {
                 "delete": operation(format!("Kubernetes_delete{what}_{kind}"), format!("Deletes a {kind}"), both.clone(), false, "the deletion status"),
             }));
         }
-        if let Some(status) = paths.get_mut(&format!("{collection}/{{name}}/status")).and_then(Value::as_object_mut) {
+        if let Some(status) = paths
+            .get_mut(&format!("{collection}/{{name}}/status"))
+            .and_then(Value::as_object_mut)
+        {
             status.remove("delete");
         }
     }
@@ -304,14 +320,25 @@ mod tests {
     #[test]
     fn ray_objects_are_forwarded_with_their_query() {
         assert_eq!(
-            target(&Method::GET, "/apis/ray.io/v1/namespaces/a/rayclusters", Some("limit=2")),
-            Ok(Target::Forward("/apis/ray.io/v1/namespaces/a/rayclusters?limit=2".into()))
+            target(
+                &Method::GET,
+                "/apis/ray.io/v1/namespaces/a/rayclusters",
+                Some("limit=2")
+            ),
+            Ok(Target::Forward(
+                "/apis/ray.io/v1/namespaces/a/rayclusters?limit=2".into()
+            ))
         );
         assert_eq!(
             target(&Method::PATCH, "/apis/ray.io/v1/namespaces/a/rayclusters/c", None),
-            Ok(Target::Forward("/apis/ray.io/v1/namespaces/a/rayclusters/c".into()))
+            Ok(Target::Forward(
+                "/apis/ray.io/v1/namespaces/a/rayclusters/c".into()
+            ))
         );
-        assert_eq!(target(&Method::GET, "/apis", None), Ok(Target::Discovery("APIGroupList")));
+        assert_eq!(
+            target(&Method::GET, "/apis", None),
+            Ok(Target::Discovery("APIGroupList"))
+        );
     }
 
     #[test]
@@ -328,8 +355,22 @@ mod tests {
         assert!(!handles("/api/v1/namespaces/a/secrets"));
         assert!(!handles("/apis/apps/v1/deployments"));
         assert!(!handles("/apis/ray.io/v1alpha1/rayclusters"));
-        assert!(target(&Method::DELETE, "/apis/events.k8s.io/v1/namespaces/a/events", None).is_err());
-        assert!(target(&Method::GET, "/apis/events.k8s.io/v1/namespaces/a/events/e1", None).is_err());
+        assert!(
+            target(
+                &Method::DELETE,
+                "/apis/events.k8s.io/v1/namespaces/a/events",
+                None
+            )
+            .is_err()
+        );
+        assert!(
+            target(
+                &Method::GET,
+                "/apis/events.k8s.io/v1/namespaces/a/events/e1",
+                None
+            )
+            .is_err()
+        );
     }
 
     #[test]

@@ -19,7 +19,12 @@ pub fn init(format: LogFormat) {
             )
             .try_init(),
         LogFormat::Json => registry
-            .with(fmt::layer().json().flatten_event(true).with_writer(std::io::stderr))
+            .with(
+                fmt::layer()
+                    .json()
+                    .flatten_event(true)
+                    .with_writer(std::io::stderr),
+            )
             .try_init(),
     };
     if let Err(e) = result {

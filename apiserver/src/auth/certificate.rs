@@ -52,7 +52,9 @@ mod tests {
     fn the_subject_names_the_user_and_groups() {
         let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
         params.distinguished_name.push(DnType::CommonName, "carol");
-        params.distinguished_name.push(DnType::OrganizationName, "ray-users");
+        params
+            .distinguished_name
+            .push(DnType::OrganizationName, "ray-users");
         let key = KeyPair::generate().unwrap();
         let der = params.self_signed(&key).unwrap().der().to_vec();
         let identity = ClientCertificate::from_der(&der).unwrap();

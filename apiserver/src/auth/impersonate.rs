@@ -35,12 +35,16 @@ pub(crate) fn client_as(server: &kube::Client, caller: &Caller) -> ApiResult<kub
 }
 
 fn value(text: &str, what: &str) -> ApiResult<HeaderValue> {
-    HeaderValue::from_str(text)
-        .map_err(|_| ApiError::Unauthenticated(format!("the authenticated {what} cannot be sent in a header")))
+    HeaderValue::from_str(text).map_err(|_| {
+        ApiError::Unauthenticated(format!("the authenticated {what} cannot be sent in a header"))
+    })
 }
 
 fn headers_for(caller: &Caller) -> ApiResult<Vec<(HeaderName, HeaderValue)>> {
-    let mut headers = vec![(HeaderName::from_static(USER), value(&caller.username, "user name")?)];
+    let mut headers = vec![(
+        HeaderName::from_static(USER),
+        value(&caller.username, "user name")?,
+    )];
     if let Some(uid) = &caller.uid {
         headers.push((HeaderName::from_static(UID), value(uid, "uid")?));
     }
@@ -133,10 +137,7 @@ mod tests {
                 ("impersonate-uid", "u-1"),
                 ("impersonate-group", "system:authenticated"),
                 ("impersonate-group", "team-a"),
-                (
-                    "impersonate-extra-authentication.kubernetes.io%2fpod-name",
-                    "p"
-                ),
+                ("impersonate-extra-authentication.kubernetes.io%2fpod-name", "p"),
             ]
             .map(|(n, v)| (n.to_string(), v.to_string()))
         );

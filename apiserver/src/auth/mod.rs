@@ -25,11 +25,11 @@ mod token;
 
 use std::time::Duration;
 
+use self::token::{TokenReviewer, Verdict};
 pub use self::{
     certificate::ClientCertificate,
     layer::{AuthLayer, AuthenticatedAs},
 };
-use self::token::{TokenReviewer, Verdict};
 use crate::{
     context::CallContext,
     error::{ApiError, ApiResult},

@@ -118,17 +118,16 @@ impl TokenReviewer {
             ..TokenReview::default()
         };
         let api: Api<TokenReview> = Api::all(self.server.clone());
-        let answer = api
-            .create(&PostParams::default(), &review)
-            .await
-            .map_err(|e| match ApiError::kube("reviewing the bearer token", e) {
+        let answer = api.create(&PostParams::default(), &review).await.map_err(|e| {
+            match ApiError::kube("reviewing the bearer token", e) {
                 // The server's own ServiceAccount lacks `create tokenreviews`: a deployment error, not the
                 // caller's.
                 ApiError::PermissionDenied(m) => ApiError::Unavailable(format!(
                     "this server may not review tokens (its ServiceAccount needs create on tokenreviews): {m}"
                 )),
                 other => other,
-            })?;
+            }
+        })?;
         let status = answer.status.unwrap_or_default();
         let user = status.user.filter(|_| status.authenticated == Some(true));
         let Some(user) = user.filter(|u| u.username.as_deref().is_some_and(|n| !n.is_empty())) else {

@@ -11,8 +11,13 @@ use tower::{ServiceBuilder, ServiceExt, util::BoxCloneSyncService};
 use super::{deadline::DeadlineLayer, observe::RouteLabel};
 use crate::{api, auth::AuthLayer};
 
-/// The authenticated gRPC services as one cloneable service over axum bodies.
-pub type Core = BoxCloneSyncService<http::Request<Body>, http::Response<Body>, Infallible>;
+/// The authenticated gRPC services as one cloneable service (what the gRPC port serves and the REST
+/// gateway calls in process).
+pub type Core =
+    BoxCloneSyncService<http::Request<tonic::body::Body>, http::Response<tonic::body::Body>, Infallible>;
+
+/// A service of the ports, over axum bodies.
+pub type PortService = BoxCloneSyncService<http::Request<Body>, http::Response<Body>, Infallible>;
 
 /// Health of the gRPC services as `grpc.health.v1` reports it: the API's services are SERVING while
 /// the server runs, NOT_SERVING once it stops.
@@ -59,20 +64,23 @@ pub async fn core(
     let reflection_alpha = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(api::FILE_DESCRIPTOR_SET)
         .build_v1alpha()?;
-    routes.add_service(health).add_service(reflection).add_service(reflection_alpha);
+    routes
+        .add_service(health)
+        .add_service(reflection)
+        .add_service(reflection_alpha);
     let service = ServiceBuilder::new()
         .layer(deadline)
         .layer(auth)
-        .service(routes.routes())
-        .map_response(|response: http::Response<tonic::body::Body>| response.map(Body::new));
+        .service(routes.routes());
     Ok((BoxCloneSyncService::new(service), HealthReporter(reporter)))
 }
 
 /// The gRPC port's service: the core, with each response labelled by its method for metrics (methods
 /// nobody serves are `unknown`, so labels stay bounded).
-pub fn port_service(core: Core) -> Core {
+pub fn port_service(core: Core) -> PortService {
     let known: Arc<HashSet<String>> = Arc::new(known_methods());
     let service = tower::service_fn(move |request: http::Request<Body>| {
+        let request = request.map(tonic::body::Body::new);
         let label: Arc<str> = if known.contains(request.uri().path()) {
             request.uri().path().into()
         } else {
@@ -80,7 +88,7 @@ pub fn port_service(core: Core) -> Core {
         };
         let core = core.clone();
         async move {
-            let mut response = core.oneshot(request).await?;
+            let mut response = core.oneshot(request).await?.map(Body::new);
             response.extensions_mut().insert(RouteLabel(label));
             Ok::<_, Infallible>(response)
         }

@@ -42,7 +42,10 @@ pub fn service(
 ) -> anyhow::Result<BoxCloneSyncService<http::Request<Body>, http::Response<Body>, Infallible>> {
     let max_body = state.max_body;
     let router = Router::new()
-        .route("/healthz", get(|| async { labelled("/healthz", "ok".into_response()) }))
+        .route(
+            "/healthz",
+            get(|| async { labelled("/healthz", "ok".into_response()) }),
+        )
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .route("/openapi.json", get(openapi))
@@ -83,7 +86,6 @@ fn limit_body(request: Request, max: usize) -> Request {
     let (parts, body) = request.into_parts();
     Request::from_parts(parts, Body::new(http_body_util::Limited::new(body, max)))
 }
-
 
 async fn readyz(State(state): State<RestState>) -> Response {
     let response = match state.readiness.check() {
@@ -143,7 +145,11 @@ async fn pass_through(state: &RestState, request: Request) -> Response {
         Ok(target) => target,
         Err(e) => return passthrough::status_response(&e),
     };
-    let context = match state.auth.authenticate(request.headers(), request.extensions()).await {
+    let context = match state
+        .auth
+        .authenticate(request.headers(), request.extensions())
+        .await
+    {
         Ok(context) => context,
         Err(e) => return passthrough::status_response(&e),
     };
@@ -160,4 +166,3 @@ async fn pass_through(state: &RestState, request: Request) -> Response {
     response.extensions_mut().insert(who);
     response
 }
-

@@ -61,9 +61,12 @@ pub async fn serve<S>(
             match acceptor {
                 None => serve_connection(TokioIo::new(stream), service, PeerAddr(peer), None, watcher).await,
                 Some(acceptor) => {
-                    let stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+                    let stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await
+                    {
                         Ok(Ok(stream)) => stream,
-                        Ok(Err(e)) => return tracing::debug!(listener = name, %peer, error = %e, "TLS handshake failed"),
+                        Ok(Err(e)) => {
+                            return tracing::debug!(listener = name, %peer, error = %e, "TLS handshake failed");
+                        }
                         Err(_) => return tracing::debug!(listener = name, %peer, "TLS handshake timed out"),
                     };
                     let certificate = stream
@@ -72,15 +75,29 @@ pub async fn serve<S>(
                         .peer_certificates()
                         .and_then(|chain| chain.first())
                         .and_then(|leaf| ClientCertificate::from_der(leaf));
-                    serve_connection(TokioIo::new(stream), service, PeerAddr(peer), certificate, watcher).await
+                    serve_connection(
+                        TokioIo::new(stream),
+                        service,
+                        PeerAddr(peer),
+                        certificate,
+                        watcher,
+                    )
+                    .await
                 }
             }
         });
     }
     drop(listener);
-    tracing::info!(listener = name, open = graceful.count(), "stopped accepting; finishing open requests");
+    tracing::info!(
+        listener = name,
+        open = graceful.count(),
+        "stopped accepting; finishing open requests"
+    );
     if tokio::time::timeout(grace, graceful.shutdown()).await.is_err() {
-        tracing::warn!(listener = name, "open connections did not finish within {grace:?}; dropping them");
+        tracing::warn!(
+            listener = name,
+            "open connections did not finish within {grace:?}; dropping them"
+        );
     }
 }
 

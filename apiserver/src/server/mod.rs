@@ -18,10 +18,10 @@ use tokio::net::TcpListener;
 
 pub use self::{listener::PeerAddr, observe::RouteLabel};
 use crate::{
+    api::ray_job_submission_service_server::RayJobSubmissionServiceServer,
     auth::{AuthLayer, AuthMode, Authenticator, access::AccessReviewer},
     config::Config,
     metrics::Metrics,
-    api::ray_job_submission_service_server::RayJobSubmissionServiceServer,
     openapi, passthrough,
     rest::Gateway,
     services::Services,
@@ -43,7 +43,9 @@ pub async fn kube_client(config: &Config) -> anyhow::Result<kube::Client> {
                 .with_context(|| format!("reading {}", path.display()))?;
             kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?
         }
-        None => kube::Config::infer().await.context("finding the Kubernetes API server")?,
+        None => kube::Config::infer()
+            .await
+            .context("finding the Kubernetes API server")?,
     };
     // A slow API server must fail a call with UNAVAILABLE before the call's own deadline runs out, and an
     // error is the caller's to retry: kube's automatic retries would hold a call (and a proxied Ray request)

@@ -84,7 +84,10 @@ where
                 .get::<RouteLabel>()
                 .map_or_else(|| UNMATCHED.into(), |r| r.0.clone());
             let code = status_of(protocol, &response);
-            let user = response.extensions().get::<AuthenticatedAs>().map(|a| a.0.as_str());
+            let user = response
+                .extensions()
+                .get::<AuthenticatedAs>()
+                .map(|a| a.0.as_str());
             metrics.request(&RequestRecord {
                 protocol,
                 route: &route,
@@ -92,7 +95,16 @@ where
                 code: &code,
                 elapsed,
             });
-            log(protocol, &method, &path, &route, &code, user, elapsed, response.status());
+            log(
+                protocol,
+                &method,
+                &path,
+                &route,
+                &code,
+                user,
+                elapsed,
+                response.status(),
+            );
             Ok(response)
         })
     }
@@ -129,12 +141,24 @@ fn log(
     if matches!(path, "/healthz" | "/readyz" | "/metrics") {
         tracing::debug!(protocol, method, path, code, millis, "request");
     } else if status.is_server_error() || (protocol == "grpc" && is_server_side(code)) {
-        tracing::warn!(protocol, method, path, route, code, user, millis, "request failed");
+        tracing::warn!(
+            protocol,
+            method,
+            path,
+            route,
+            code,
+            user,
+            millis,
+            "request failed"
+        );
     } else {
         tracing::info!(protocol, method, path, route, code, user, millis, "request");
     }
 }
 
 fn is_server_side(code: &str) -> bool {
-    matches!(code, "Internal" | "Unavailable" | "Unknown" | "DeadlineExceeded" | "DataLoss")
+    matches!(
+        code,
+        "Internal" | "Unavailable" | "Unknown" | "DeadlineExceeded" | "DataLoss"
+    )
 }

@@ -19,13 +19,17 @@ pub fn server_config(cert: &Path, key: &Path, client_ca: Option<&Path>) -> anyho
         .collect::<Result<Vec<_>, _>>()
         .with_context(|| format!("parsing the certificates in {}", cert.display()))?;
     anyhow::ensure!(!chain.is_empty(), "{} holds no certificate", cert.display());
-    let key = PrivateKeyDer::from_pem_file(key).with_context(|| format!("reading the key {}", key.display()))?;
-    let builder = ServerConfig::builder_with_provider(provider.clone()).with_safe_default_protocol_versions()?;
+    let key =
+        PrivateKeyDer::from_pem_file(key).with_context(|| format!("reading the key {}", key.display()))?;
+    let builder =
+        ServerConfig::builder_with_provider(provider.clone()).with_safe_default_protocol_versions()?;
     let builder = match client_ca {
         None => builder.with_no_client_auth(),
         Some(path) => {
             let mut roots = RootCertStore::empty();
-            for ca in CertificateDer::pem_file_iter(path).with_context(|| format!("reading {}", path.display()))? {
+            for ca in
+                CertificateDer::pem_file_iter(path).with_context(|| format!("reading {}", path.display()))?
+            {
                 roots
                     .add(ca.with_context(|| format!("parsing {}", path.display()))?)
                     .with_context(|| format!("adding a CA of {}", path.display()))?;

@@ -32,9 +32,17 @@ use crate::{
 };
 
 /// The four services, sharing one resource manager (and its clock).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Services {
     resources: ResourceManager,
+    /// The largest request message each service decodes.
+    max_message_size: usize,
+}
+
+impl Default for Services {
+    fn default() -> Self {
+        Self::system()
+    }
 }
 
 impl Services {
@@ -42,7 +50,15 @@ impl Services {
     pub fn new(clock: Arc<dyn Clock>) -> Self {
         Self {
             resources: ResourceManager::new(clock),
+            max_message_size: 4 << 20,
         }
+    }
+
+    /// Services that refuse request messages larger than `bytes`.
+    #[must_use]
+    pub fn with_max_message_size(mut self, bytes: usize) -> Self {
+        self.max_message_size = bytes;
+        self
     }
 
     /// Services on the system clock.
@@ -53,21 +69,25 @@ impl Services {
     /// `proto.ClusterService`, ready to mount.
     pub fn clusters(&self) -> ClusterServiceServer<ClusterServer> {
         ClusterServiceServer::new(ClusterServer::new(self.resources.clone()))
+            .max_decoding_message_size(self.max_message_size)
     }
 
     /// `proto.ComputeTemplateService`, ready to mount.
     pub fn compute_templates(&self) -> ComputeTemplateServiceServer<ComputeTemplateServer> {
         ComputeTemplateServiceServer::new(ComputeTemplateServer::new(self.resources.clone()))
+            .max_decoding_message_size(self.max_message_size)
     }
 
     /// `proto.RayJobService`, ready to mount.
     pub fn jobs(&self) -> RayJobServiceServer<RayJobServer> {
         RayJobServiceServer::new(RayJobServer::new(self.resources.clone()))
+            .max_decoding_message_size(self.max_message_size)
     }
 
     /// `proto.RayServeService`, ready to mount.
     pub fn serve(&self) -> RayServeServiceServer<RayServeServer> {
         RayServeServiceServer::new(RayServeServer::new(self.resources.clone()))
+            .max_decoding_message_size(self.max_message_size)
     }
 
     /// Adds the four services to `builder`.

@@ -17,7 +17,9 @@ use crate::{api, error::ApiError};
 /// The Ray request for a submission; bad input is InvalidArgument naming the field.
 pub(crate) fn submit_request(submission: &api::RayJobSubmission) -> Result<JobSubmitRequest, ApiError> {
     if submission.entrypoint.trim().is_empty() {
-        return Err(ApiError::InvalidArgument("jobsubmission.entrypoint is required".into()));
+        return Err(ApiError::InvalidArgument(
+            "jobsubmission.entrypoint is required".into(),
+        ));
     }
     let mut resources = BTreeMap::new();
     for (name, value) in &submission.entrypoint_resources {
@@ -83,9 +85,10 @@ pub(crate) fn ray_error(error: RayError) -> ApiError {
         RayError::Decode { call, detail, body } => ApiError::Unavailable(format!(
             "the Ray head answered {call} with something unexpected ({detail}): {body}"
         )),
-        RayError::NotStopped { id, status } => {
-            ApiError::FailedPrecondition(format!("job {id} was not stopped: it is still {}", status.as_str()))
-        }
+        RayError::NotStopped { id, status } => ApiError::FailedPrecondition(format!(
+            "job {id} was not stopped: it is still {}",
+            status.as_str()
+        )),
         RayError::Request(message) => ApiError::InvalidArgument(message),
     }
 }

@@ -94,7 +94,8 @@ fn proxy_verb(method: &str) -> &'static str {
 impl Head {
     /// In direct mode, whether the caller could have sent `method` through the head Service's proxy.
     pub(crate) async fn authorize(&self, method: &str) -> ApiResult<()> {
-        let (Some(caller), RoutingMode::Direct { .. }) = (&self.context.caller, self.shared.heads.mode()) else {
+        let (Some(caller), RoutingMode::Direct { .. }) = (&self.context.caller, self.shared.heads.mode())
+        else {
             return Ok(());
         };
         let service = head_service_name(&self.cluster);
@@ -129,7 +130,13 @@ impl Head {
         let sent = self
             .shared
             .heads
-            .send(&lookup, &self.context.kube, &self.namespace, &self.cluster, request)
+            .send(
+                &lookup,
+                &self.context.kube,
+                &self.namespace,
+                &self.cluster,
+                request,
+            )
             .await;
         if let Some(route) = sent.route {
             self.shared.metrics.ray_request(route, sent.outcome());
