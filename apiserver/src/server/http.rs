@@ -141,8 +141,10 @@ fn declared_length(request: &Request) -> Option<usize> {
 
 async fn pass_through(state: &RestState, request: Request) -> Response {
     let target = passthrough::target(request.method(), request.uri().path(), request.uri().query());
-    let target = match target {
-        Ok(target) => target,
+    let path = match target {
+        // The same for everyone, and listing nothing but ray.io/v1: no credentials needed.
+        Ok(passthrough::Target::Discovery(kind)) => return passthrough::discovery(kind),
+        Ok(passthrough::Target::Forward(path)) => path,
         Err(e) => return passthrough::status_response(&e),
     };
     let context = match state
@@ -154,14 +156,9 @@ async fn pass_through(state: &RestState, request: Request) -> Response {
         Err(e) => return passthrough::status_response(&e),
     };
     let who = AuthenticatedAs(context.who().to_string());
-    let mut response = match target {
-        passthrough::Target::Discovery(kind) => passthrough::discovery(kind),
-        passthrough::Target::Forward(path) => {
-            match passthrough::forward(&context, &path, request, state.max_body).await {
-                Ok(response) => response,
-                Err(e) => passthrough::status_response(&e),
-            }
-        }
+    let mut response = match passthrough::forward(&context, &path, request, state.max_body).await {
+        Ok(response) => response,
+        Err(e) => passthrough::status_response(&e),
     };
     response.extensions_mut().insert(who);
     response
