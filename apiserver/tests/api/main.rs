@@ -1,0 +1,12 @@
+//! End-to-end tests of `kuberay-apiserver` on the real local control plane: the server runs as its own
+//! ServiceAccount (reviews and impersonation only) and users call it over REST and gRPC with their own
+//! tokens.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails loudly on any unexpected error"
+)]
+
+mod rest_clusters;
+mod support;
