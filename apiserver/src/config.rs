@@ -2,6 +2,8 @@
 
 use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
+use kuberay_rayhead::{RoutingOptions, parse_duration};
+
 use crate::auth::AuthMode;
 
 /// Log output on stderr.
@@ -60,35 +62,12 @@ pub struct Config {
     /// How long running calls may finish after SIGTERM before the server exits.
     #[arg(long, default_value = "20s", value_parser = parse_duration)]
     pub shutdown_timeout: Duration,
-    /// Reach Ray heads only through the API server's proxy subresources (as the caller), for servers that
-    /// cannot reach Pod addresses.
-    #[arg(long)]
-    pub use_kubernetes_proxy: bool,
-    /// The cluster's DNS domain, used in head Service names when reaching Ray heads directly.
-    #[arg(long, default_value = "cluster.local")]
-    pub cluster_domain: String,
-    /// Timeout of one request to a Ray head (default: 2s direct, 10s through the API server).
-    #[arg(long, value_parser = parse_duration)]
-    pub ray_request_timeout: Option<Duration>,
+    /// How job submissions reach Ray heads; through the API server's proxy they go as the caller.
+    #[command(flatten)]
+    pub routing: RoutingOptions,
     /// Log format on stderr; the level comes from RUST_LOG (default info).
     #[arg(long, value_enum, default_value = "text")]
     pub log_format: LogFormat,
-}
-
-/// `500ms`, `10s`, `2m`, or a bare number of seconds.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let (number, unit) = text
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .map_or((text, "s"), |i| text.split_at(i));
-    let value: f64 = number.parse().map_err(|_| format!("invalid duration {text:?}"))?;
-    let seconds = match unit {
-        "ms" => value / 1000.0,
-        "s" => value,
-        "m" => value * 60.0,
-        _ => return Err(format!("invalid duration unit in {text:?} (use ms, s or m)")),
-    };
-    Duration::try_from_secs_f64(seconds).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -106,13 +85,5 @@ mod tests {
         assert!(Config::try_parse_from(["x", "--auth", "nobody"]).is_err());
         assert!(Config::try_parse_from(["x", "--tls-cert-file", "c.pem"]).is_err());
         assert!(Config::try_parse_from(["x", "--client-ca-file", "ca.pem"]).is_err());
-    }
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
-        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert!(parse_duration("2h").is_err());
     }
 }

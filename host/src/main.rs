@@ -4,6 +4,7 @@ use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use kuberay_rayhead::{RoutingOptions, parse_duration};
 use kuberay_wasm::{
     OperatorConfig,
     metrics::Metrics,
@@ -72,34 +73,11 @@ struct OperatorArgs {
     /// Where /healthz and /readyz are served (may equal --metrics-bind-address).
     #[arg(long, default_value = "0.0.0.0:8082")]
     health_probe_bind_address: SocketAddr,
-    /// Reach Ray heads only through the API server's proxy subresources (services/.../proxy and
-    /// pods/.../proxy), for operators that cannot reach Pod addresses.
-    #[arg(long)]
-    use_kubernetes_proxy: bool,
-    /// The cluster's DNS domain, used in head Service names when reaching Ray heads directly.
-    #[arg(long, default_value = "cluster.local")]
-    cluster_domain: String,
-    /// Timeout of one request to a Ray head (default: 2s direct, 10s through the API server).
-    #[arg(long, value_parser = parse_duration)]
-    ray_request_timeout: Option<Duration>,
+    #[command(flatten)]
+    routing: RoutingOptions,
     /// Kubeconfig to use; otherwise KUBECONFIG, ~/.kube/config or the in-cluster service account.
     #[arg(long, env = "KUBECONFIG")]
     kubeconfig: Option<PathBuf>,
-}
-
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let (number, unit) = text
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .map_or((text, "s"), |i| text.split_at(i));
-    let value: f64 = number.parse().map_err(|_| format!("invalid duration {text:?}"))?;
-    let seconds = match unit {
-        "ms" => value / 1000.0,
-        "s" => value,
-        "m" => value * 60.0,
-        _ => return Err(format!("invalid duration unit in {text:?} (use ms, s or m)")),
-    };
-    Duration::try_from_secs_f64(seconds).map_err(|e| e.to_string())
 }
 
 fn default_cache_dir() -> Option<PathBuf> {
@@ -136,9 +114,7 @@ async fn operator(args: OperatorArgs) -> anyhow::Result<()> {
     };
     config.secrets_allowed_for = args.allow_secrets;
     config.kubeconfig = args.kubeconfig;
-    config.use_kubernetes_proxy = args.use_kubernetes_proxy;
-    config.cluster_domain = args.cluster_domain;
-    config.ray_timeout = args.ray_request_timeout;
+    config.routing = args.routing;
     config.instance = std::env::var("POD_NAME")
         .ok()
         .or_else(|| std::env::var("HOSTNAME").ok());

@@ -14,7 +14,7 @@ use std::{
 
 use kube::Client;
 use kuberay_plugin_sdk::Kind;
-use kuberay_rayhead::{RayHeads, RoutingMode};
+use kuberay_rayhead::RoutingOptions;
 use tokio::{sync::watch, task::JoinSet};
 
 use crate::{
@@ -43,12 +43,8 @@ pub struct OperatorConfig {
     pub kubeconfig: Option<PathBuf>,
     /// Identifies this replica in events (the Pod name in a cluster).
     pub instance: Option<String>,
-    /// Reach Ray heads only through the API server's proxy subresources.
-    pub use_kubernetes_proxy: bool,
-    /// The cluster's DNS domain, for the head Service names of direct routing.
-    pub cluster_domain: String,
-    /// Timeout of one request to a Ray head; KubeRay's 2 s (direct) or 10 s (proxy) when `None`.
-    pub ray_timeout: Option<Duration>,
+    /// How Ray heads are reached (directly or through the API server's proxy).
+    pub routing: RoutingOptions,
 }
 
 impl OperatorConfig {
@@ -66,9 +62,7 @@ impl OperatorConfig {
             health_addr: SocketAddr::from(([0, 0, 0, 0], 8082)),
             kubeconfig: None,
             instance: None,
-            use_kubernetes_proxy: false,
-            cluster_domain: "cluster.local".into(),
-            ray_timeout: None,
+            routing: RoutingOptions::default(),
         }
     }
 
@@ -112,7 +106,7 @@ impl OperatorConfig {
 
     #[must_use]
     pub fn with_kubernetes_proxy(mut self, enabled: bool) -> Self {
-        self.use_kubernetes_proxy = enabled;
+        self.routing.use_kubernetes_proxy = enabled;
         self
     }
 
@@ -176,14 +170,8 @@ pub async fn run_with_metrics(
         ray_config.default_retry = false;
         Client::try_from(ray_config).map_err(|e| OperatorError::Client(e.to_string()))?
     };
-    let routing = if config.use_kubernetes_proxy {
-        RoutingMode::KubernetesProxy
-    } else {
-        RoutingMode::Direct {
-            cluster_domain: config.cluster_domain.clone(),
-        }
-    };
-    let ray = RayHeads::new(routing.clone(), config.ray_timeout);
+    let routing = config.routing.mode();
+    let ray = config.routing.heads();
     let sandbox = Sandbox::new(
         SandboxConfig {
             cache_dir: config.cache_dir.clone(),

@@ -17,6 +17,7 @@
 mod auth;
 mod endpoints;
 mod lookup;
+mod options;
 mod path;
 mod route;
 mod send;
@@ -25,6 +26,7 @@ use std::time::Duration;
 
 use kuberay_plugin_sdk::{HostError, RayRequest, RayResponse};
 pub use lookup::{ApiLookup, ObjectLookup};
+pub use options::{DEFAULT_CLUSTER_DOMAIN, RoutingOptions, parse_duration};
 pub use path::{PathError, validate as validate_path};
 pub use route::{RoutingMode, head_service_name};
 pub use send::MAX_RESPONSE;

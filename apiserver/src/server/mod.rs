@@ -13,7 +13,6 @@ mod tls;
 use std::sync::Arc;
 
 use anyhow::Context;
-use kuberay_rayhead::{RayHeads, RoutingMode};
 use tokio::net::TcpListener;
 
 pub use self::{listener::PeerAddr, observe::RouteLabel};
@@ -60,15 +59,8 @@ pub async fn kube_client(config: &Config) -> anyhow::Result<kube::Client> {
 
 /// The API's gRPC services, each accepting messages up to `--max-request-bytes`.
 fn routes(config: &Config, server: &kube::Client, metrics: &Metrics) -> tonic::service::RoutesBuilder {
-    let mode = if config.use_kubernetes_proxy {
-        RoutingMode::KubernetesProxy
-    } else {
-        RoutingMode::Direct {
-            cluster_domain: config.cluster_domain.clone(),
-        }
-    };
     let heads = Heads::new(
-        RayHeads::new(mode, config.ray_request_timeout),
+        config.routing.heads(),
         AccessReviewer::new(server.clone()),
         metrics.clone(),
     );
