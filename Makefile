@@ -15,7 +15,9 @@ help:
 	@echo "make cluster-down  stop the demo operator and the cluster, and remove their state"
 	@echo "make plugins       build the plugin components into .local/plugins"
 	@echo "make operator      build the operator binary (target/debug/kuberay-wasm)"
+	@echo "make apiserver     build the REST/gRPC backend (target/debug/kuberay-apiserver)"
 	@echo "make bench         measure a plugin call against the same logic compiled natively"
+	@echo "make bench-apiserver  REST get/list of clusters through kuberay-apiserver against direct API calls"
 	@echo "make tools         build the control-plane binaries, the Ray and API-tools virtualenvs and the wasm target"
 	@echo "make crds          regenerate the CRDs in crds/ from the Rust types of the ray.io/v1 API"
 
@@ -56,6 +58,7 @@ cluster: control-plane ray testenv
 	@$(TESTENV) up
 
 cluster-down: testenv
+	@bash scripts/apiserver.sh stop
 	@bash scripts/operator.sh stop
 	@$(TESTENV) down
 
@@ -64,7 +67,7 @@ cluster-down: testenv
 GUEST_TARGET := target/guest
 PLUGINS := kuberay-plugin-raycluster kuberay-plugin-rayjob
 
-.PHONY: plugins operator bench
+.PHONY: plugins operator apiserver bench bench-apiserver
 # Plain `cargo build --target wasm32-wasip2`, into the target directory the tests build guests in.
 plugins: wasm-target
 	CARGO_TARGET_DIR=$(GUEST_TARGET) $(CARGO) build --release --target wasm32-wasip2 $(addprefix -p ,$(PLUGINS))
@@ -76,13 +79,21 @@ plugins: wasm-target
 operator:
 	$(CARGO) build -p kuberay-wasm --bin kuberay-wasm
 
+apiserver:
+	$(CARGO) build -p kuberay-apiserver --bin kuberay-apiserver
+
 bench: wasm-target
 	$(CARGO) bench -p kuberay-wasm --bench plugin_call
+
+# REST reads (get and list of clusters) through kuberay-apiserver against the same reads made directly on
+# the Kubernetes API server; starts a private control plane unless `make cluster` runs.
+bench-apiserver: control-plane testenv
+	$(CARGO) bench -p kuberay-apiserver --bench rest
 
 ## The demo -----------------------------------------------------------------------------------------------
 
 .PHONY: demo
-demo: cluster plugins operator
+demo: cluster plugins operator apiserver
 	@bash scripts/demo.sh
 
 ## Checks and tests ---------------------------------------------------------------------------------------

@@ -3,7 +3,9 @@
 # applies KubeRay's sample RayCluster unchanged, shows it becoming ready (with a real Ray head in the head
 # Pod's network namespace), prints what the RayCluster plugin created, then runs a RayJob to completion on
 # a real Ray head twice: with the operator reaching the head directly, and with the operator where no Pod
-# is reachable, through the API server's proxy (`--use-kubernetes-proxy`). Everything is left running.
+# is reachable, through the API server's proxy (`--use-kubernetes-proxy`). Last, the REST backend
+# (kuberay-apiserver): a user who is not an admin creates a cluster with curl, submits a job to it and
+# deletes it, and a user without rights is refused. Everything is left running.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -123,6 +125,67 @@ echo "the operator's Ray requests by route (kuberay_wasm_ray_requests_total; an 
 echo "a job not submitted yet, which the RayJob plugin asks about before it submits):"
 bash scripts/operator.sh metrics | { grep '^kuberay_wasm_ray_requests_total' || echo "(none since it started)"; } | sed 's/^/  /'
 
+echo
+echo "== The REST API (kuberay-apiserver): bob, who may use Ray in namespace demo-api only, with curl"
+ans=demo-api
+$kubectl apply --server-side -f apiserver/deploy/user-role.yaml >/dev/null
+$kubectl create namespace $ans --dry-run=client -o yaml | $kubectl apply -f - >/dev/null
+$kubectl create rolebinding bob-ray --clusterrole=kuberay-apiserver-user --user=bob -n $ans \
+  --dry-run=client -o yaml | $kubectl apply -f - >/dev/null
+bash scripts/apiserver.sh stop >/dev/null
+bash scripts/apiserver.sh start
+api=http://127.0.0.1:8888/apis/v1/namespaces/$ans
+bob=$(bash scripts/apiserver.sh token bob)
+alice=$(bash scripts/apiserver.sh token alice)
+# Runs curl as user $1 (a token, or "-" for none) with the rest of the arguments, and prints the answer.
+call() {
+  local who=$1; shift
+  local auth=(); [ "$who" = - ] || auth=(-H "Authorization: Bearer $who")
+  curl -sS "${auth[@]}" -w '\n' "$@"
+}
+short() { python3 -c 'import sys; t=sys.stdin.read().strip(); print("  " + (t if len(t) < 400 else t[:400] + "..."))'; }
+field() { python3 -c 'import json,sys; v=json.load(sys.stdin); [v := v.get(k, {}) for k in sys.argv[1:]]; print(v or "-")' "$@"; }
+
+echo "bob: POST $api/compute_templates"
+call "$bob" -X POST "$api/compute_templates" -d '{"name": "small", "cpu": 1, "memory": 1}' | short
+echo "bob: POST $api/clusters"
+call "$bob" -X POST "$api/clusters" -d '{
+  "name": "api-demo", "user": "bob", "version": "2.9.0",
+  "clusterSpec": {
+    "headGroupSpec": {"computeTemplate": "small", "rayStartParams": {"dashboard-host": "0.0.0.0"}},
+    "workerGroupSpec": [{"groupName": "small", "computeTemplate": "small", "replicas": 1, "maxReplicas": 2,
+                         "rayStartParams": {}}]}}' | short
+echo "bob: GET $api/clusters/api-demo until clusterState is ready (the operator creates the Pods)..."
+for i in $(seq 1 60); do
+  state=$(call "$bob" "$api/clusters/api-demo" | field clusterState)
+  printf '  %3ss  clusterState=%s\n' "$((i * 2))" "$state"
+  [ "$state" = ready ] && break
+  sleep 2
+done
+[ "$state" = ready ] || { echo "the cluster did not become ready; see .local/operator.log"; exit 1; }
+echo "bob: POST $api/jobsubmissions/api-demo (the server reaches the Ray head the way the operator does)"
+sid=$(call "$bob" -X POST "$api/jobsubmissions/api-demo" \
+  -d '{"entrypoint": "python -c \"print(sum(range(10)), \\\"computed through kuberay-apiserver\\\")\""}' | field submissionId)
+echo "  submissionId: $sid"
+for _ in $(seq 1 60); do
+  status=$(call "$bob" "$api/jobsubmissions/api-demo/$sid" | field status)
+  [[ $status =~ ^(SUCCEEDED|FAILED|STOPPED)$ ]] && break
+  sleep 1
+done
+echo "  status: $status"
+echo "bob: GET $api/jobsubmissions/api-demo/log/$sid"
+call "$bob" "$api/jobsubmissions/api-demo/log/$sid" | field log | grep -v -e '^\s*$' | tail -2 | sed 's/^/  | /'
+echo "alice (no rights): GET $api/clusters"
+call "$alice" -w '  HTTP %{http_code}\n' "$api/clusters" | short
+echo "nobody (no token): GET $api/clusters"
+call - -w '  HTTP %{http_code}\n' "$api/clusters" | short
+echo "bob: DELETE $api/clusters/api-demo"
+call "$bob" -w '  HTTP %{http_code}\n' -X DELETE "$api/clusters/api-demo" | short
+echo "bob: GET $api/clusters/api-demo"
+call "$bob" -w '  HTTP %{http_code}\n' "$api/clusters/api-demo" | short
+echo "the server's log names the user of every call:"
+grep -E 'route=' .local/apiserver.log | tail -3 | sed 's/^/  /'
+
 cat <<TXT
 
 Everything keeps running. Try:
@@ -131,6 +194,8 @@ Everything keeps running. Try:
   $kubectl patch raycluster -n $ns $cluster --type=json -p '[{"op":"replace","path":"/spec/workerGroupSpecs/0/replicas","value":3}]'
   bash scripts/operator.sh metrics | grep kuberay_wasm_reconciles
   tail -f .local/operator.log
+  curl -s -H "Authorization: Bearer \$(bash scripts/apiserver.sh token bob)" $api/clusters
+  curl -s http://127.0.0.1:8888/openapi.json | python3 -m json.tool | less
 The operator now runs in proxy mode; to go back to direct mode:
   bash scripts/operator.sh stop && bash scripts/operator.sh start
 Stop the operator and the cluster and remove everything:

@@ -19,6 +19,7 @@ pub mod controlplane;
 pub mod crds;
 mod env;
 mod error;
+pub mod identities;
 pub mod info;
 pub mod kubelet;
 pub mod network;
