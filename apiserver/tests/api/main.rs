@@ -9,6 +9,7 @@
 )]
 
 mod flows;
+mod grpc_flows;
 mod operator;
 mod rest_clusters;
 mod rest_lifecycle;
