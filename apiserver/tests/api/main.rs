@@ -10,9 +10,11 @@
 
 mod flows;
 mod grpc_flows;
+mod isolated;
 mod operator;
 mod rest_clusters;
 mod rest_lifecycle;
 mod rest_rayjobs;
 mod rest_rayservices;
+mod rest_submissions;
 mod support;
