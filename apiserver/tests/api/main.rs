@@ -11,6 +11,7 @@
 mod flows;
 mod grpc_flows;
 mod isolated;
+mod kubectl;
 mod operator;
 mod rest_clusters;
 mod rest_lifecycle;
