@@ -1,8 +1,13 @@
 //! The Kubernetes pass-through with kubectl: the server runs with TLS (kubectl sends bearer tokens only over
 //! HTTPS) and the control plane's kubectl, pointed at it with a user's token, works with Ray objects in the
-//! user's namespace, is refused in another one, and finds nothing else of the Kubernetes API.
+//! user's namespace (watches included), is refused in another one, and finds nothing else of the Kubernetes
+//! API.
 
-use std::{path::Path, process::Output};
+use std::{
+    path::Path,
+    process::{Output, Stdio},
+    time::Duration,
+};
 
 use kuberay_testenv::{HeadMode, TestEnv};
 use rcgen::{
@@ -10,6 +15,7 @@ use rcgen::{
     KeyUsagePurpose,
 };
 use serde_json::json;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use crate::{
     flows::{Tenant, write_kubeconfig},
@@ -43,29 +49,33 @@ fn write_certificates(dir: &Path) {
     std::fs::write(dir.join("tls.key"), key.serialize_pem()).unwrap();
 }
 
-/// Runs the environment's kubectl with `kubeconfig` (and a discovery cache of its own in `dir`).
-async fn kubectl(env: &TestEnv, dir: &Path, kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> Output {
+/// The environment's kubectl with `kubeconfig` (and a discovery cache of its own in `dir`).
+fn kubectl_command(env: &TestEnv, dir: &Path, kubeconfig: &Path, args: &[&str]) -> tokio::process::Command {
     let mut command: tokio::process::Command = env.kubectl().unwrap().into();
     command
         .arg(format!("--kubeconfig={}", kubeconfig.display()))
         .arg(format!("--cache-dir={}", dir.join("kube-cache").display()))
         .args(args)
-        .stdin(if stdin.is_some() {
-            std::process::Stdio::piped()
-        } else {
-            std::process::Stdio::null()
-        })
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .kill_on_drop(true);
+    command
+}
+
+/// Runs kubectl to its end, with `stdin` as its input.
+async fn kubectl(env: &TestEnv, dir: &Path, kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> Output {
+    let mut command = kubectl_command(env, dir, kubeconfig, args);
+    if stdin.is_some() {
+        command.stdin(Stdio::piped());
+    }
     let mut child = command.spawn().expect("running kubectl");
     if let Some(input) = stdin {
-        use tokio::io::AsyncWriteExt as _;
         let mut pipe = child.stdin.take().unwrap();
         pipe.write_all(input.as_bytes()).await.unwrap();
         drop(pipe);
     }
-    tokio::time::timeout(std::time::Duration::from_secs(60), child.wait_with_output())
+    tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
         .await
         .expect("kubectl took over a minute")
         .unwrap()
@@ -162,6 +172,39 @@ async fn kubectl_works_with_ray_objects_through_the_pass_through_as_the_user() {
         "rayproject/ray:2.9.0",
         "{}",
         text(&one)
+    );
+
+    // A watch streams changes: the list first, then the change made after it (from the list's version on).
+    let mut watch = kubectl_command(
+        env,
+        dir.path(),
+        &kubeconfig,
+        &["get", "rayclusters", "-n", ns, "--watch", "-o", "name"],
+    )
+    .spawn()
+    .expect("running kubectl get --watch");
+    let mut watched = BufReader::new(watch.stdout.take().unwrap()).lines();
+    let listed_line = tokio::time::timeout(Duration::from_secs(30), watched.next_line()).await;
+    assert_eq!(
+        listed_line.ok().and_then(Result::ok).flatten().as_deref(),
+        Some("raycluster.ray.io/from-kubectl"),
+        "kubectl get --watch lists first"
+    );
+    let labelled = kubectl(
+        env,
+        dir.path(),
+        &kubeconfig,
+        &["label", "raycluster", "from-kubectl", "-n", ns, "watched=yes"],
+        None,
+    )
+    .await;
+    assert!(labelled.status.success(), "kubectl label: {}", text(&labelled));
+    let event_line = tokio::time::timeout(Duration::from_secs(30), watched.next_line()).await;
+    let _ = watch.kill().await;
+    assert_eq!(
+        event_line.ok().and_then(Result::ok).flatten().as_deref(),
+        Some("raycluster.ray.io/from-kubectl"),
+        "the watch did not stream the change"
     );
 
     // Another namespace: the Kubernetes API server refuses the user.
