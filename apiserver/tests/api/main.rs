@@ -13,6 +13,7 @@ mod grpc_flows;
 mod isolated;
 mod kubectl;
 mod operator;
+mod passthrough_watch;
 mod rest_clusters;
 mod rest_lifecycle;
 mod rest_rayjobs;
