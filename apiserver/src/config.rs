@@ -53,7 +53,8 @@ pub struct Config {
     /// Allow browsers from this origin to call the REST API (CORS); off when empty.
     #[arg(long)]
     pub cors_allow_origin: Option<String>,
-    /// Longest time one call may take, Kubernetes and Ray head requests included.
+    /// Longest time one call may take, Kubernetes and Ray head requests included (watches through the
+    /// `ray.io/v1` pass-through last as long as they ask).
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     pub request_timeout: Duration,
     /// Largest request body (REST) or message (gRPC), in bytes.

@@ -54,6 +54,18 @@ pub fn handles(path: &str) -> bool {
         || path.starts_with(EVENTS)
 }
 
+/// Whether a request is a watch, which the API server keeps open (silent while nothing changes) until the
+/// watch's own timeout: `?watch=true` (or another of the values Kubernetes reads as true) or the legacy
+/// `/watch/` paths of `ray.io/v1`.
+pub fn is_watch(path: &str, query: Option<&str>) -> bool {
+    if path.starts_with("/apis/ray.io/v1/watch/") {
+        return true;
+    }
+    form_urlencoded::parse(query.unwrap_or("").as_bytes()).any(|(key, value)| {
+        key == "watch" && matches!(value.as_ref(), "1" | "t" | "T" | "true" | "TRUE" | "True")
+    })
+}
+
 /// Checks a request and says where it goes; refuses paths that could leave `ray.io/v1` once normalized.
 pub fn target(method: &Method, path: &str, query: Option<&str>) -> Result<Target, ApiError> {
     if path.split('/').any(|s| s == ".." || s == ".")
@@ -371,6 +383,29 @@ mod tests {
             )
             .is_err()
         );
+    }
+
+    #[test]
+    fn watches_are_recognised() {
+        let path = "/apis/ray.io/v1/namespaces/a/rayclusters";
+        for query in ["watch=true", "watch=1", "limit=5&watch=True&timeoutSeconds=60"] {
+            assert!(is_watch(path, Some(query)), "{query}");
+        }
+        for query in [
+            "watch=false",
+            "watch=0",
+            "watchful=true",
+            "labelSelector=watch%3Dtrue",
+            "",
+        ] {
+            assert!(!is_watch(path, Some(query)), "{query}");
+        }
+        assert!(!is_watch(path, None));
+        assert!(is_watch("/apis/ray.io/v1/watch/namespaces/a/rayclusters", None));
+        assert!(is_watch(
+            "/apis/events.k8s.io/v1/namespaces/a/events",
+            Some("watch=1")
+        ));
     }
 
     #[test]

@@ -49,6 +49,8 @@ pub enum AuthMode {
 pub struct Authenticator {
     mode: AuthMode,
     server: kube::Client,
+    /// The server's client for watches (no read timeout); `server` unless set.
+    streaming: kube::Client,
     tokens: TokenReviewer,
     metrics: Metrics,
 }
@@ -66,9 +68,17 @@ impl Authenticator {
         Self {
             mode,
             tokens: TokenReviewer::new(server.clone(), audiences, cache_ttl),
+            streaming: server.clone(),
             server,
             metrics,
         }
+    }
+
+    /// Uses `client` (the server's own identity, without a read timeout) for watches.
+    #[must_use]
+    pub fn with_streaming_client(mut self, client: kube::Client) -> Self {
+        self.streaming = client;
+        self
     }
 
     pub fn mode(&self) -> AuthMode {
@@ -99,6 +109,19 @@ impl Authenticator {
         let kube = impersonate::client_as(&self.server, &caller)?;
         Ok(CallContext {
             caller: Some(caller),
+            kube,
+        })
+    }
+
+    /// The context of an authenticated call for a watch: the same caller over the server's client for
+    /// watches, whose answers may stay silent for longer than a read timeout allows.
+    pub fn for_streaming(&self, context: &CallContext) -> ApiResult<CallContext> {
+        let kube = match &context.caller {
+            Some(caller) => impersonate::client_as(&self.streaming, caller)?,
+            None => self.streaming.clone(),
+        };
+        Ok(CallContext {
+            caller: context.caller.clone(),
             kube,
         })
     }

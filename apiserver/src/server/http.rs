@@ -152,6 +152,12 @@ async fn pass_through(state: &RestState, request: Request) -> Response {
         .authenticate(request.headers(), request.extensions())
         .await
     {
+        Ok(context) if passthrough::is_watch(request.uri().path(), request.uri().query()) => {
+            match state.auth.for_streaming(&context) {
+                Ok(context) => context,
+                Err(e) => return passthrough::status_response(&e),
+            }
+        }
         Ok(context) => context,
         Err(e) => return passthrough::status_response(&e),
     };

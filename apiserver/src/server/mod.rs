@@ -36,6 +36,19 @@ pub struct Bound {
 
 /// The server's own client, from `--kubeconfig` or the usual places.
 pub async fn kube_client(config: &Config) -> anyhow::Result<kube::Client> {
+    let kube_config = kube_config(config).await?;
+    kube::Client::try_from(kube_config).context("building the Kubernetes client")
+}
+
+/// The server's own client for watches: the same, without a read timeout, since the API server keeps a
+/// watch open (and silent while nothing changes) until the watch's own timeout.
+pub async fn streaming_kube_client(config: &Config) -> anyhow::Result<kube::Client> {
+    let mut kube_config = kube_config(config).await?;
+    kube_config.read_timeout = None;
+    kube::Client::try_from(kube_config).context("building the Kubernetes client for watches")
+}
+
+async fn kube_config(config: &Config) -> anyhow::Result<kube::Config> {
     let mut kube_config = match &config.kubeconfig {
         Some(path) => {
             let kubeconfig = kube::config::Kubeconfig::read_from(path)
@@ -54,7 +67,7 @@ pub async fn kube_client(config: &Config) -> anyhow::Result<kube::Client> {
     kube_config.read_timeout = Some(budget);
     kube_config.write_timeout = Some(budget);
     kube_config.connect_timeout = Some(budget.min(std::time::Duration::from_secs(10)));
-    kube::Client::try_from(kube_config).context("building the Kubernetes client")
+    Ok(kube_config)
 }
 
 /// The API's gRPC services, each accepting messages up to `--max-request-bytes`.
@@ -88,13 +101,16 @@ pub async fn run(
              Kubernetes rights, whoever makes it"
         );
     }
-    let auth = Arc::new(Authenticator::new(
-        server.clone(),
-        config.auth,
-        config.token_audiences.clone(),
-        config.token_cache_ttl,
-        metrics.clone(),
-    ));
+    let auth = Arc::new(
+        Authenticator::new(
+            server.clone(),
+            config.auth,
+            config.token_audiences.clone(),
+            config.token_cache_ttl,
+            metrics.clone(),
+        )
+        .with_streaming_client(streaming_kube_client(&config).await?),
+    );
     let routes = routes(&config, &server, &metrics);
     let (core, health) = grpc::core(
         routes,

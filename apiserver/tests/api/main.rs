@@ -1,6 +1,6 @@
 //! End-to-end tests of `kuberay-apiserver` on the real local control plane: the server runs as its own
 //! ServiceAccount (reviews and impersonation only) and users call it over REST and gRPC with their own
-//! tokens.
+//! tokens; the operator runs in-process where clusters and jobs must come to life.
 
 #![allow(
     clippy::unwrap_used,
@@ -8,5 +8,15 @@
     reason = "a test fails loudly on any unexpected error"
 )]
 
+mod flows;
+mod grpc_flows;
+mod isolated;
+mod kubectl;
+mod operator;
+mod passthrough_watch;
 mod rest_clusters;
+mod rest_lifecycle;
+mod rest_rayjobs;
+mod rest_rayservices;
+mod rest_submissions;
 mod support;

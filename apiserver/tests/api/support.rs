@@ -96,10 +96,11 @@ pub async fn service_account_token(admin: &Client, namespace: &str, name: &str) 
     panic!("no token for ServiceAccount {namespace}/{name}");
 }
 
-/// A kubeconfig for `token` on the environment's API server at `server` (the admin's when `None`).
+/// A kubeconfig for `token` on the environment's API server at `server` (the admin's when `None`), in the
+/// environment's own directory (so it goes with the environment).
 pub fn kubeconfig_with_token(env: &TestEnv, token: &str, server: Option<&str>, name: &str) -> PathBuf {
     let info = env.info();
-    let path = std::env::temp_dir().join(format!(
+    let path = info.state_dir.join(format!(
         "kuberay-apiserver-{name}-{}-{}.kubeconfig",
         info.instance,
         std::process::id()
