@@ -8,5 +8,8 @@
     reason = "a test fails loudly on any unexpected error"
 )]
 
+mod calls;
+mod identities;
+mod rbac;
 mod rest_clusters;
 mod support;
