@@ -116,7 +116,7 @@ async fn openapi(State(state): State<RestState>) -> Response {
 /// Everything else: the pass-through for Kubernetes-shaped paths, the gateway for the rest.
 async fn dispatch(State(state): State<RestState>, request: Request) -> Response {
     if declared_length(&request).is_some_and(|length| length > state.max_body) {
-        return rest::payload_too_large(state.max_body);
+        return too_large(request.uri().path(), state.max_body);
     }
     if passthrough::handles(request.uri().path()) {
         return labelled("/apis/ray.io/v1/*", pass_through(&state, request).await);
@@ -127,6 +127,18 @@ async fn dispatch(State(state): State<RestState>, request: Request) -> Response 
         response.extensions_mut().insert(label);
     }
     response
+}
+
+/// The 413 answer for a body over `limit` declared up front, in the error form of the API `path` belongs
+/// to: a Kubernetes `Status` for the pass-through (what its clients read), the REST error body otherwise.
+fn too_large(path: &str, limit: usize) -> Response {
+    if passthrough::handles(path) {
+        let error = crate::error::ApiError::TooLarge(format!(
+            "the request body is larger than the limit of {limit} bytes"
+        ));
+        return labelled("/apis/ray.io/v1/*", passthrough::status_response(&error));
+    }
+    rest::payload_too_large(limit)
 }
 
 fn declared_length(request: &Request) -> Option<usize> {
@@ -162,4 +174,32 @@ async fn pass_through(state: &RestState, request: Request) -> Response {
     };
     response.extensions_mut().insert(who);
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn json(response: Response) -> serde_json::Value {
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap_or_default();
+        serde_json::from_slice(&bytes).unwrap_or_default()
+    }
+
+    #[tokio::test]
+    async fn a_declared_length_over_the_limit_is_refused_in_the_form_of_the_paths_api() {
+        let response = too_large("/apis/ray.io/v1/namespaces/a/rayclusters", 10);
+        assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        let status = json(response).await;
+        assert_eq!(status["kind"], "Status");
+        assert_eq!(status["code"], 413);
+        assert!(status["message"].as_str().is_some_and(|m| m.contains("10 bytes")), "{status}");
+
+        let response = too_large("/apis/v1/namespaces/a/clusters", 10);
+        assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        let error = json(response).await;
+        assert_eq!(error["code"], 8);
+        assert_eq!(error["details"], serde_json::json!([]));
+    }
 }
