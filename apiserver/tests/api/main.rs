@@ -8,8 +8,10 @@
     reason = "a test fails loudly on any unexpected error"
 )]
 
+mod bad_input;
 mod calls;
 mod identities;
 mod rbac;
 mod rest_clusters;
+mod setup;
 mod support;

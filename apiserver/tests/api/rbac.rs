@@ -23,9 +23,9 @@ use tonic::Code;
 
 use crate::{
     calls::{self, Names},
+    setup::env,
     support::{
-        Server, User, env, eventually, expect, kubeconfig_with_token, namespace, service_account_token,
-        template,
+        Server, User, eventually, expect, kubeconfig_with_token, namespace, service_account_token, template,
     },
 };
 
