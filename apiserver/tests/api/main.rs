@@ -11,6 +11,8 @@
 mod bad_input;
 mod calls;
 mod identities;
+mod operations;
+mod process;
 mod rbac;
 mod rest_clusters;
 mod setup;
