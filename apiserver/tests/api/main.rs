@@ -10,6 +10,7 @@
 
 mod bad_input;
 mod calls;
+mod grpcurl;
 mod identities;
 mod operations;
 mod process;
