@@ -10,6 +10,7 @@
 
 mod bad_input;
 mod calls;
+mod fuzz;
 mod grpcurl;
 mod identities;
 mod operations;
