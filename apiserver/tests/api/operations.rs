@@ -17,7 +17,7 @@ use crate::{
     calls::{self, Names},
     process::Process,
     setup::env,
-    support::{Server, User, expect, namespace, server_kubeconfig},
+    support::{Server, User, eventually, expect, namespace, server_kubeconfig},
 };
 
 const ORIGIN: &str = "https://dashboard.example.com";
@@ -416,4 +416,56 @@ async fn sigterm_lets_calls_in_flight_finish_and_refuses_new_connections() {
     process
         .log_line("stopped", Duration::from_secs(5), |l| l["message"] == "stopped")
         .await;
+}
+
+#[tokio::test]
+async fn sigterm_turns_health_not_serving_and_drops_calls_that_outlive_the_grace_period() {
+    use tonic_health::pb::{
+        HealthCheckRequest, health_check_response::ServingStatus, health_client::HealthClient,
+    };
+    let env = env().await;
+    let grace = Duration::from_secs(2);
+    let mut process = Process::start(
+        &server_kubeconfig(env).await,
+        &[&format!("--shutdown-timeout={}s", grace.as_secs())],
+    )
+    .await;
+    let mut health = HealthClient::new(calls::channel(process.grpc).await);
+    let request = HealthCheckRequest {
+        service: "proto.ClusterService".into(),
+    };
+    let mut watch = health.watch(request).await.unwrap().into_inner();
+    let first = watch.message().await.unwrap().unwrap();
+    assert_eq!(first.status(), ServingStatus::Serving);
+    let readyz = format!("{}/readyz", process.url());
+    eventually("/readyz to be 200", Duration::from_secs(10), || {
+        let readyz = readyz.clone();
+        async move {
+            let status = reqwest::get(&readyz).await.ok()?.status().as_u16();
+            (status == 200).then_some(())
+        }
+    })
+    .await;
+
+    // A health watch never ends by itself: it sees the server stop serving, and is cut off once the grace
+    // period is over (the process does not wait for it any longer).
+    process.terminate();
+    let stopping = Instant::now();
+    let next = tokio::time::timeout(Duration::from_secs(5), watch.message())
+        .await
+        .expect("no health update after SIGTERM")
+        .unwrap()
+        .unwrap();
+    assert_eq!(next.status(), ServingStatus::NotServing);
+    let end = tokio::time::timeout(grace + Duration::from_secs(5), watch.message())
+        .await
+        .expect("the watch outlived the grace period");
+    assert!(!matches!(end, Ok(Some(_))), "more health updates: {end:?}");
+    let status = process.wait(Duration::from_secs(10)).await;
+    let took = stopping.elapsed();
+    assert!(status.success(), "{status}");
+    assert!(
+        took >= grace && took < grace + Duration::from_secs(5),
+        "the process stopped {took:?} after SIGTERM (grace {grace:?})"
+    );
 }
