@@ -263,39 +263,41 @@ async fn a_cluster_admin_server_account_lends_its_rights_to_no_caller() {
     let (kubeconfig, bindings) = powerful_account(env, &home).await;
 
     let server = Server::start_with_kubeconfig(&kubeconfig, &[]).await;
-    every_call(&server, &scene).await.assert_clean();
+    let guarded = every_call(&server, &scene).await;
     server.stop().await.unwrap();
 
     // The contrast: `--auth none` authenticates nobody and acts as the server itself, so anyone (with or
     // without a token, which is not even looked at) gets the server's rights: the same check finds every
     // call answering without credentials.
     let open = Server::start_with_kubeconfig(&kubeconfig, &["--auth=none"]).await;
-    let report = every_call(&open, &scene).await;
-    let unauthenticated = report
+    let opened = every_call(&open, &scene).await;
+    let in_b = format!("/apis/v1/namespaces/{}", scene.b.name());
+    let created = open
+        .rest(None)
+        .post(&format!("{in_b}/compute_templates"), &template("opened", 1))
+        .await;
+    let listed = open
+        .rest(Some(&scene.alice.token))
+        .get(&format!("{in_b}/compute_templates"))
+        .await;
+    open.stop().await.unwrap();
+    // The account's cluster-admin binding goes before anything is asserted.
+    delete_bindings(env, &bindings).await;
+
+    guarded.assert_clean();
+    let unauthenticated = opened
         .failures
         .iter()
         .filter(|f| f.contains(" without a token: "))
         .count();
     assert_eq!(
         unauthenticated,
-        report.protected,
+        opened.protected,
         "with --auth none every call should answer without a token:\n{}",
-        report.failures.join("\n")
+        opened.failures.join("\n")
     );
-    let in_b = format!("/apis/v1/namespaces/{}", scene.b.name());
-    let anyone = open.rest(None);
-    expect(
-        anyone
-            .post(&format!("{in_b}/compute_templates"), &template("opened", 1))
-            .await,
-        200,
-    );
-    let listed = expect(
-        open.rest(Some(&scene.alice.token))
-            .get(&format!("{in_b}/compute_templates"))
-            .await,
-        200,
-    );
+    expect(created, 200);
+    let listed = expect(listed, 200);
     let names: Vec<&str> = listed["computeTemplates"]
         .as_array()
         .into_iter()
@@ -305,8 +307,6 @@ async fn a_cluster_admin_server_account_lends_its_rights_to_no_caller() {
     assert!(names.contains(&"opened"), "{listed}");
     let config_maps: Api<ConfigMap> = Api::namespaced(env.client().await.unwrap(), scene.b.name());
     assert!(config_maps.get_opt("opened").await.unwrap().is_some());
-    open.stop().await.unwrap();
-    delete_bindings(env, &bindings).await;
 }
 
 /// A ready RayCluster `name` with its head Service (port `dashboard`) and no Pods, made by the admin.
