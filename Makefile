@@ -18,13 +18,13 @@ help:
 	@echo "make apiserver     build the REST/gRPC backend (target/debug/kuberay-apiserver)"
 	@echo "make bench         measure a plugin call against the same logic compiled natively"
 	@echo "make bench-apiserver  REST get/list of clusters through kuberay-apiserver against direct API calls"
-	@echo "make tools         build the control-plane binaries, the Ray and API-tools virtualenvs and the wasm target"
+	@echo "make tools         build the control-plane binaries, grpcurl, the Ray and API-tools virtualenvs and the wasm target"
 	@echo "make crds          regenerate the CRDs in crds/ from the Rust types of the ray.io/v1 API"
 
 ## Prerequisites ------------------------------------------------------------------------------------------
 
-.PHONY: tools control-plane ray apitools wasm-target
-tools: control-plane ray apitools wasm-target
+.PHONY: tools control-plane ray apitools grpcurl wasm-target
+tools: control-plane ray apitools grpcurl wasm-target
 
 # kube-apiserver, kube-controller-manager, kubectl and etcd from tests/cluster/go.mod, into .local/bin.
 control-plane:
@@ -37,6 +37,10 @@ ray:
 # .local/apitools-venv with openapi-spec-validator (checks the API server's OpenAPI document) and schemathesis.
 apitools:
 	@bash tests/apitools/setup.sh
+
+# .local/bin/grpcurl from its Go module, for the API server's tests of gRPC reflection and health.
+grpcurl:
+	@bash tests/apitools/build-grpcurl.sh
 
 wasm-target:
 	@rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2

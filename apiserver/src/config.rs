@@ -50,7 +50,8 @@ pub struct Config {
     /// Accept client certificates signed by these CAs (PEM) as identities (CN = user, O = groups); needs TLS.
     #[arg(long, requires = "tls_cert_file")]
     pub client_ca_file: Option<PathBuf>,
-    /// Allow browsers from this origin to call the REST API (CORS); off when empty.
+    /// Allow browsers from this origin (`https://host[:port]`, or `*` for any) to call the REST API (CORS);
+    /// other origins get no CORS headers. Off when not given.
     #[arg(long)]
     pub cors_allow_origin: Option<String>,
     /// Longest time one call may take, Kubernetes and Ray head requests included (watches through the

@@ -306,8 +306,16 @@ pub fn openapi_paths() -> Map<String, Value> {
         }
     }
     for (path, kind) in [("/api", "APIVersions"), ("/apis", "APIGroupList")] {
-        paths.insert(path.into(), json!({"get": operation(format!("Kubernetes_discovery_{kind}"),
-            format!("The {kind} discovery document, listing ray.io/v1 only"), vec![], false, "the document")}));
+        let mut get = operation(
+            format!("Kubernetes_discovery_{kind}"),
+            format!("The {kind} discovery document, listing ray.io/v1 only"),
+            vec![],
+            false,
+            "the document",
+        );
+        // Answered without credentials (the same document for everyone).
+        get["security"] = json!([]);
+        paths.insert(path.into(), json!({ "get": get }));
     }
     paths
 }
@@ -406,6 +414,17 @@ mod tests {
             "/apis/events.k8s.io/v1/namespaces/a/events",
             Some("watch=1")
         ));
+    }
+
+    #[test]
+    fn only_the_discovery_documents_are_documented_as_public() {
+        let paths = openapi_paths();
+        for (path, item) in &paths {
+            for (method, operation) in item.as_object().unwrap() {
+                let public = operation.get("security") == Some(&json!([]));
+                assert_eq!(public, path == "/api" || path == "/apis", "{method} {path}");
+            }
+        }
     }
 
     #[test]

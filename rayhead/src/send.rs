@@ -91,14 +91,19 @@ fn headers_of(map: &http::HeaderMap) -> Vec<(String, String)> {
         .collect()
 }
 
-/// A Kubernetes `Status` in place of a Ray answer.
+/// A Kubernetes `Status` in place of a Ray answer: the API server refusing the sender's credentials (401,
+/// 403: it may not use the proxy subresource) is Forbidden with the API server's own message; anything else
+/// (no endpoints, no such Service) means the head cannot be reached.
 fn api_server_error(status: u16, body: &[u8]) -> Option<HostError> {
     let value: serde_json::Value = serde_json::from_slice(body).ok()?;
     (value["kind"] == "Status" && value["apiVersion"] == "v1").then(|| {
         let message = value["message"].as_str().unwrap_or("no message");
-        HostError::Unavailable(format!(
-            "the API server could not reach the Ray head ({status}): {message}"
-        ))
+        match status {
+            401 | 403 => HostError::Forbidden(message.to_string()),
+            _ => HostError::Unavailable(format!(
+                "the API server could not reach the Ray head ({status}): {message}"
+            )),
+        }
     })
 }
 
@@ -192,6 +197,10 @@ mod tests {
         let status = br#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"no endpoints available for service \"x\"","code":503}"#;
         assert!(
             matches!(api_server_error(503, status), Some(HostError::Unavailable(m)) if m.contains("no endpoints"))
+        );
+        let forbidden = br#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"services \"c-head-svc:dashboard\" is forbidden: User \"alice\" cannot create resource \"services/proxy\"","reason":"Forbidden","code":403}"#;
+        assert!(
+            matches!(api_server_error(403, forbidden), Some(HostError::Forbidden(m)) if m.starts_with("services \"c-head-svc:dashboard\" is forbidden: User \"alice\""))
         );
         assert!(api_server_error(404, b"Job raysubmit_x does not exist").is_none());
         assert!(api_server_error(500, br#"{"kind":"Job"}"#).is_none());

@@ -58,11 +58,15 @@ pub async fn core(
             .set_service_status(*service, tonic_health::ServingStatus::Serving)
             .await;
     }
+    // The health service is described too, so that `grpcurl ... grpc.health.v1.Health/Check` works
+    // without its proto file.
     let reflection = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(api::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
         .build_v1()?;
     let reflection_alpha = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(api::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
         .build_v1alpha()?;
     routes
         .add_service(health)
@@ -111,4 +115,60 @@ fn known_methods() -> HashSet<String> {
     known.insert("/grpc.reflection.v1.ServerReflection/ServerReflectionInfo".into());
     known.insert("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo".into());
     known
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use tonic_reflection::pb::v1::{
+        ServerReflectionRequest, server_reflection_client::ServerReflectionClient,
+        server_reflection_request::MessageRequest, server_reflection_response::MessageResponse,
+    };
+
+    use super::*;
+    use crate::{auth::Authenticator, metrics::Metrics};
+
+    /// A client of an API server that is not there (reflection and health never reach it).
+    fn unreachable_client() -> kube::Client {
+        let url = "http://127.0.0.1:9".parse().unwrap_or_default();
+        kube::Client::try_from(kube::Config::new(url)).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[tokio::test]
+    async fn reflection_lists_the_api_and_the_health_service() {
+        let auth = Authenticator::new(
+            unreachable_client(),
+            crate::auth::AuthMode::Kubernetes,
+            vec![],
+            Duration::ZERO,
+            Metrics::new(),
+        );
+        let (core, _health) = core(
+            tonic::service::RoutesBuilder::default(),
+            AuthLayer::new(Arc::new(auth)),
+            DeadlineLayer::new(Duration::from_secs(5)),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+        let mut client = ServerReflectionClient::new(core);
+        let request = ServerReflectionRequest {
+            host: String::new(),
+            message_request: Some(MessageRequest::ListServices(String::new())),
+        };
+        let mut answers = client
+            .server_reflection_info(futures::stream::iter([request]))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .into_inner();
+        let answer = answers.message().await.ok().flatten();
+        let Some(MessageResponse::ListServicesResponse(list)) = answer.and_then(|a| a.message_response)
+        else {
+            panic!("no list of services");
+        };
+        let names: Vec<&str> = list.service.iter().map(|s| s.name.as_str()).collect();
+        for service in SERVICES.iter().chain(&["grpc.health.v1.Health"]) {
+            assert!(names.contains(service), "{service} not in {names:?}");
+        }
+    }
 }

@@ -51,29 +51,36 @@ pub fn service(
         .route("/openapi.json", get(openapi))
         .fallback(dispatch)
         .with_state(state);
-    let cors = cors_origin
-        .map(|origin| -> anyhow::Result<CorsLayer> {
-            let origin = HeaderValue::from_str(origin)
-                .map_err(|_| anyhow::anyhow!("--cors-allow-origin {origin:?} is not a valid origin"))?;
-            Ok(CorsLayer::new()
-                .allow_origin(AllowOrigin::exact(origin))
-                .allow_methods([
-                    Method::GET,
-                    Method::POST,
-                    Method::PUT,
-                    Method::PATCH,
-                    Method::DELETE,
-                    Method::OPTIONS,
-                ])
-                .allow_headers([header::AUTHORIZATION, header::CONTENT_TYPE, header::ACCEPT]))
-        })
-        .transpose()?;
+    let cors = cors_origin.map(cors).transpose()?;
     let service = ServiceBuilder::new()
         .option_layer(cors)
         .map_request(move |request: Request| limit_body(request, max_body))
         .service(router)
         .map_err(|never: Infallible| match never {});
     Ok(BoxCloneSyncService::new(service))
+}
+
+/// CORS for browsers of `origin` (`*`: any origin). Answers name the origin only to that origin's pages
+/// (`Vary: Origin`), as KubeRay's server does; other origins get no CORS headers at all.
+fn cors(origin: &str) -> anyhow::Result<CorsLayer> {
+    let allow = if origin == "*" {
+        AllowOrigin::any()
+    } else {
+        let value = HeaderValue::from_str(origin)
+            .map_err(|_| anyhow::anyhow!("--cors-allow-origin {origin:?} is not a valid origin"))?;
+        AllowOrigin::list([value])
+    };
+    Ok(CorsLayer::new()
+        .allow_origin(allow)
+        .allow_methods([
+            Method::GET,
+            Method::POST,
+            Method::PUT,
+            Method::PATCH,
+            Method::DELETE,
+            Method::OPTIONS,
+        ])
+        .allow_headers([header::AUTHORIZATION, header::CONTENT_TYPE, header::ACCEPT]))
 }
 
 fn labelled(route: &'static str, mut response: Response) -> Response {
@@ -116,7 +123,7 @@ async fn openapi(State(state): State<RestState>) -> Response {
 /// Everything else: the pass-through for Kubernetes-shaped paths, the gateway for the rest.
 async fn dispatch(State(state): State<RestState>, request: Request) -> Response {
     if declared_length(&request).is_some_and(|length| length > state.max_body) {
-        return rest::payload_too_large(state.max_body);
+        return too_large(request.uri().path(), state.max_body);
     }
     if passthrough::handles(request.uri().path()) {
         return labelled("/apis/ray.io/v1/*", pass_through(&state, request).await);
@@ -127,6 +134,18 @@ async fn dispatch(State(state): State<RestState>, request: Request) -> Response 
         response.extensions_mut().insert(label);
     }
     response
+}
+
+/// The 413 answer for a body over `limit` declared up front, in the error form of the API `path` belongs
+/// to: a Kubernetes `Status` for the pass-through (what its clients read), the REST error body otherwise.
+fn too_large(path: &str, limit: usize) -> Response {
+    if passthrough::handles(path) {
+        let error = crate::error::ApiError::TooLarge(format!(
+            "the request body is larger than the limit of {limit} bytes"
+        ));
+        return labelled("/apis/ray.io/v1/*", passthrough::status_response(&error));
+    }
+    rest::payload_too_large(limit)
 }
 
 fn declared_length(request: &Request) -> Option<usize> {
@@ -168,4 +187,75 @@ async fn pass_through(state: &RestState, request: Request) -> Response {
     };
     response.extensions_mut().insert(who);
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn json(response: Response) -> serde_json::Value {
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap_or_default();
+        serde_json::from_slice(&bytes).unwrap_or_default()
+    }
+
+    /// The `Access-Control-Allow-Origin` a CORS layer for `allowed` answers a request from `origin`.
+    async fn allowed_origin(allowed: &str, origin: &str, preflight: bool) -> Option<String> {
+        let service = ServiceBuilder::new()
+            .layer(cors(allowed).ok()?)
+            .service_fn(|_: Request| async { Ok::<_, Infallible>(Response::new(Body::empty())) });
+        let mut request = Request::new(Body::empty());
+        if preflight {
+            *request.method_mut() = Method::OPTIONS;
+            request.headers_mut().insert(
+                header::ACCESS_CONTROL_REQUEST_METHOD,
+                HeaderValue::from_static("POST"),
+            );
+        }
+        request
+            .headers_mut()
+            .insert(header::ORIGIN, HeaderValue::from_str(origin).ok()?);
+        let response = service.oneshot(request).await.ok()?;
+        let value = response.headers().get(header::ACCESS_CONTROL_ALLOW_ORIGIN)?;
+        value.to_str().ok().map(str::to_string)
+    }
+
+    #[tokio::test]
+    async fn cors_names_only_the_allowed_origin() {
+        let ours = "https://dashboard.example.com";
+        for preflight in [true, false] {
+            assert_eq!(allowed_origin(ours, ours, preflight).await.as_deref(), Some(ours));
+            assert_eq!(
+                allowed_origin(ours, "https://evil.example.com", preflight).await,
+                None
+            );
+            assert_eq!(
+                allowed_origin("*", "https://any.example.com", preflight)
+                    .await
+                    .as_deref(),
+                Some("*")
+            );
+        }
+        assert!(cors("not an origin\n").is_err());
+    }
+
+    #[tokio::test]
+    async fn a_declared_length_over_the_limit_is_refused_in_the_form_of_the_paths_api() {
+        let response = too_large("/apis/ray.io/v1/namespaces/a/rayclusters", 10);
+        assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        let status = json(response).await;
+        assert_eq!(status["kind"], "Status");
+        assert_eq!(status["code"], 413);
+        assert!(
+            status["message"].as_str().is_some_and(|m| m.contains("10 bytes")),
+            "{status}"
+        );
+
+        let response = too_large("/apis/v1/namespaces/a/clusters", 10);
+        assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        let error = json(response).await;
+        assert_eq!(error["code"], 8);
+        assert_eq!(error["details"], serde_json::json!([]));
+    }
 }

@@ -47,8 +47,8 @@ impl JobSubmissions {
         cluster: &str,
         method: &str,
     ) -> ApiResult<Head> {
-        require("namespace", namespace)?;
-        require("clustername", cluster)?;
+        crate::validate::namespace(namespace)?;
+        crate::validate::path_name("clustername", cluster)?;
         let head = self.heads.open(context(request)?, namespace, cluster).await?;
         head.authorize(method).await?;
         Ok(head)

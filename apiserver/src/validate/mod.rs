@@ -41,8 +41,22 @@ pub(crate) fn namespace(namespace: &str) -> ApiResult<()> {
 /// The namespace and name of a request path that names one object.
 pub(crate) fn object_ref(namespace_: &str, name: &str) -> ApiResult<()> {
     namespace(namespace_)?;
+    path_name("name", name)
+}
+
+/// A name from a request path, of an object to read or delete: one that an object can have (a DNS-1123
+/// subdomain, as every kind this API reads requires). It then travels to Kubernetes as exactly one path
+/// segment; a name with `#`, `?`, `/` or control characters could otherwise turn a read into a list or
+/// another request, or not be sendable at all.
+pub(crate) fn path_name(field: &str, name: &str) -> ApiResult<()> {
     if name.is_empty() {
-        return Err(invalid("name is empty"));
+        return Err(invalid(format!("{field} is empty")));
+    }
+    if !syntax::is_dns1123_subdomain(name) {
+        return Err(invalid(format!(
+            "{field} {name:?} is not a valid Kubernetes object name: at most 253 lower-case letters, digits, \
+             '-' or '.', starting and ending with a letter or digit"
+        )));
     }
     Ok(())
 }

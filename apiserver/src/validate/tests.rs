@@ -100,6 +100,24 @@ fn request_paths() {
     refused(object_ref("team-a", ""), "name is empty");
     refused(object_ref("", "x"), "namespace is empty");
     accepted(object_ref("team-a", "x"));
+    accepted(object_ref("team-a", "made.by-kubectl.1"));
+    // Names no object can have never reach Kubernetes (as path segments they would change the request).
+    for bad in [
+        "#x",
+        "x?watch=true",
+        "a/../b",
+        "x\u{10}",
+        "Upper",
+        "é",
+        ".x",
+        &"x".repeat(254),
+    ] {
+        refused(object_ref("team-a", bad), "is not a valid Kubernetes object name");
+    }
+    refused(
+        path_name("clustername", "c#"),
+        "clustername \"c#\" is not a valid",
+    );
     refused(page_size("limit", -1), "limit must not be negative");
     accepted(page_size("limit", 0));
 }

@@ -8,15 +8,24 @@
     reason = "a test fails loudly on any unexpected error"
 )]
 
+mod bad_input;
+mod calls;
 mod flows;
+mod fuzz;
 mod grpc_flows;
+mod grpcurl;
+mod identities;
 mod isolated;
 mod kubectl;
+mod operations;
 mod operator;
 mod passthrough_watch;
+mod process;
+mod rbac;
 mod rest_clusters;
 mod rest_lifecycle;
 mod rest_rayjobs;
 mod rest_rayservices;
 mod rest_submissions;
+mod setup;
 mod support;
