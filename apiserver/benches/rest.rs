@@ -37,7 +37,7 @@ const DURATION: Duration = Duration::from_secs(10);
 /// What one way of reading does once.
 #[derive(Clone)]
 enum Reader {
-    Kube(Api<RayCluster>),
+    Kube(Box<Api<RayCluster>>),
     Rest {
         client: reqwest::Client,
         url: String,
@@ -185,7 +185,7 @@ async fn main() {
     let readers = [
         (
             "kubernetes (the user's kube-rs client, no apiserver)",
-            Reader::Kube(user_kube),
+            Reader::Kube(Box::new(user_kube)),
         ),
         (
             "apiserver --auth none",

@@ -21,9 +21,8 @@ use tonic::Code;
 
 use crate::{
     calls,
-    setup::env,
     support::{
-        Server, User, cluster, eventually, expect, kubeconfig_with_token, namespace, server_kubeconfig,
+        Server, User, cluster, env, eventually, expect, kubeconfig_with_token, namespace, server_kubeconfig,
         service_account_token, template,
     },
 };
@@ -396,10 +395,9 @@ async fn an_unreachable_api_server_is_503_and_the_server_stays_alive() {
 
 /// A token of the server's own ServiceAccount.
 async fn server_token(env: &kuberay_testenv::TestEnv) -> String {
-    let admin = env.client().await.unwrap();
     // The account and its rights are those of every other test's server.
     server_kubeconfig(env).await;
-    service_account_token(&admin, "kuberay-system", "kuberay-apiserver").await
+    service_account_token(env, "kuberay-system", "kuberay-apiserver").await
 }
 
 #[tokio::test]

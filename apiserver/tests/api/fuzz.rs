@@ -31,10 +31,7 @@ use kube::{
 use kuberay_testenv::HeadMode;
 use serde_json::{Value, json};
 
-use crate::{
-    setup::env,
-    support::{Server, User, expect, namespace, template},
-};
+use crate::support::{Server, User, env, expect, namespace, template};
 
 /// The longest the fuzzer may run; it takes about 30 s with the default number of examples.
 const WALL_TIME: Duration = Duration::from_secs(90);

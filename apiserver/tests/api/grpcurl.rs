@@ -10,8 +10,7 @@ use serde_json::{Value, json};
 
 use crate::{
     calls,
-    setup::env,
-    support::{Server, User, namespace},
+    support::{Server, User, env, namespace},
 };
 
 fn grpcurl() -> PathBuf {

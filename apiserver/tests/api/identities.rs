@@ -20,10 +20,7 @@ use rcgen::{
 };
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
-use crate::{
-    setup::env,
-    support::{Server, User, eventually, expect, namespace, template},
-};
+use crate::support::{Server, User, env, eventually, expect, namespace, template};
 
 /// A certificate authority of its own.
 struct Authority {

@@ -172,8 +172,7 @@ async fn isolated_kubeconfig(env: &TestEnv) -> PathBuf {
     let cluster = &operator["clusters"][0]["cluster"];
     let server = cluster["server"].as_str().expect("the forwarder's address");
     let tls_name = cluster["tls-server-name"].as_str();
-    let admin = env.client().await.unwrap();
-    let token = service_account_token(&admin, "kuberay-system", "kuberay-apiserver").await;
+    let token = service_account_token(env, "kuberay-system", "kuberay-apiserver").await;
     let path = info.state_dir.join(format!(
         "kuberay-apiserver-isolated-{}-{}.kubeconfig",
         std::process::id(),

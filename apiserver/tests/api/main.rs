@@ -27,5 +27,4 @@ mod rest_lifecycle;
 mod rest_rayjobs;
 mod rest_rayservices;
 mod rest_submissions;
-mod setup;
 mod support;

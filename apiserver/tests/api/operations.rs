@@ -16,8 +16,7 @@ use tonic::Code;
 use crate::{
     calls::{self, Names},
     process::Process,
-    setup::env,
-    support::{Server, User, eventually, expect, namespace, server_kubeconfig},
+    support::{Server, User, env, eventually, expect, namespace, server_kubeconfig},
 };
 
 const ORIGIN: &str = "https://dashboard.example.com";

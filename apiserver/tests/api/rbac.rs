@@ -23,9 +23,9 @@ use tonic::Code;
 
 use crate::{
     calls::{self, Names},
-    setup::env,
     support::{
-        Server, User, eventually, expect, kubeconfig_with_token, namespace, service_account_token, template,
+        Server, User, env, eventually, expect, kubeconfig_with_token, namespace, service_account_token,
+        template,
     },
 };
 
@@ -56,14 +56,15 @@ impl Scene {
 /// same for everyone.
 const PUBLIC: &[&str] = &["GET /api", "GET /apis", "GET /healthz", "GET /readyz"];
 
-/// Pass-through operations that the shipped user role covers (it grants RayClusters, RayJobs and
-/// RayServices, not their `status` subresources nor RayCronJobs), for the check that a user with rights
-/// is not refused.
+/// Pass-through operations that the shipped user role covers (every `ray.io/v1` kind, not their `status`
+/// subresources, which are the operator's), for the check that a user with rights is not refused.
 fn user_role_covers_pass_through(template: &str) -> bool {
-    ["rayclusters", "rayjobs", "rayservices"].iter().any(|plural| {
-        let collection = format!("/apis/ray.io/v1/namespaces/{{namespace}}/{plural}");
-        template == collection || template == format!("{collection}/{{name}}")
-    })
+    ["rayclusters", "rayjobs", "rayservices", "raycronjobs"]
+        .iter()
+        .any(|plural| {
+            let collection = format!("/apis/ray.io/v1/namespaces/{{namespace}}/{plural}");
+            template == collection || template == format!("{collection}/{{name}}")
+        })
 }
 
 /// What [`every_call`] found: each call that broke a rule, and how many calls need credentials.
@@ -210,7 +211,7 @@ async fn every_call_is_authenticated_and_authorized_as_the_caller() {
 /// the bindings to delete afterwards.
 async fn powerful_account(env: &TestEnv, home: &TestNamespace) -> (PathBuf, Vec<String>) {
     let admin = env.client().await.unwrap();
-    let token = service_account_token(&admin, home.name(), "powerful").await;
+    let token = service_account_token(env, home.name(), "powerful").await;
     let bindings: Api<ClusterRoleBinding> = Api::all(admin.clone());
     let mut names = Vec::new();
     for role in ["kuberay-apiserver", "cluster-admin"] {

@@ -7,11 +7,8 @@ use std::{
     time::Duration,
 };
 
-use k8s_openapi::api::{authentication::v1::TokenRequest, core::v1::ServiceAccount, rbac::v1::RoleBinding};
-use kube::{
-    Api, Client,
-    api::{DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams},
-};
+use k8s_openapi::api::rbac::v1::RoleBinding;
+use kube::{Api, Client, api::PostParams};
 use kuberay_apiserver::{config::Config, server};
 use kuberay_testenv::{HeadMode, TestEnv, TestNamespace};
 use serde_json::{Value, json};
@@ -25,7 +22,6 @@ pub async fn env() -> &'static TestEnv {
         .get_or_init(|| async {
             env.install_crds().await.expect("installing the CRDs");
             let admin = env.client().await.expect("admin client");
-            wait_served(&admin).await;
             let deploy = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy");
             apply_manifest(&admin, &deploy.join("rbac.yaml")).await;
             apply_manifest(&admin, &deploy.join("user-role.yaml")).await;
@@ -34,97 +30,29 @@ pub async fn env() -> &'static TestEnv {
     env
 }
 
-/// Waits until RayClusters are served: right after a CRD is established the API server may answer 429.
-async fn wait_served(client: &Client) {
-    let api: Api<kuberay_crds::RayCluster> = Api::all(client.clone());
-    for _ in 0..100 {
-        match api.list(&kube::api::ListParams::default().limit(1)).await {
-            Err(kube::Error::Api(status)) if status.code == 429 => {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            _ => return,
-        }
-    }
-}
-
 /// Server-side applies a manifest whose objects name their own namespaces (or are cluster-scoped).
 pub async fn apply_manifest(client: &Client, path: &Path) {
-    let discovery = kube::Discovery::new(client.clone()).run().await.unwrap();
-    let text = std::fs::read_to_string(path).unwrap();
-    for document in serde_yaml::Deserializer::from_str(&text) {
-        let value: Value = serde::Deserialize::deserialize(document).unwrap();
-        if value.is_null() {
-            continue;
-        }
-        let object: DynamicObject = serde_json::from_value(value).unwrap();
-        let gvk = GroupVersionKind::try_from(object.types.as_ref().unwrap()).unwrap();
-        let (resource, capabilities) = discovery.resolve_gvk(&gvk).unwrap();
-        let api: Api<DynamicObject> = match (&object.metadata.namespace, capabilities.scope) {
-            (Some(ns), kube::discovery::Scope::Namespaced) => {
-                Api::namespaced_with(client.clone(), ns, &resource)
-            }
-            _ => Api::all_with(client.clone(), &resource),
-        };
-        let name = object.metadata.name.clone().unwrap();
-        api.patch(
-            &name,
-            &PatchParams::apply("kuberay-apiserver-tests").force(),
-            &Patch::Apply(&object),
-        )
+    kuberay_testenv::identities::apply_manifest(client, path)
         .await
         .unwrap();
-    }
 }
 
-/// A token of a ServiceAccount, as a Pod would get it.
-pub async fn service_account_token(admin: &Client, namespace: &str, name: &str) -> String {
-    let accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), namespace);
-    let account: ServiceAccount = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
-    let _ = accounts.create(&PostParams::default(), &account).await;
-    let request: TokenRequest =
-        serde_json::from_value(json!({"spec": {"audiences": [], "expirationSeconds": 7200}})).unwrap();
-    for _ in 0..60 {
-        if let Ok(answer) = accounts
-            .create_token_request(name, &PostParams::default(), &request)
-            .await
-            && let Some(status) = answer.status
-        {
-            return status.token;
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-    panic!("no token for ServiceAccount {namespace}/{name}");
+/// A token of a ServiceAccount (created if missing), as a Pod would get it.
+pub async fn service_account_token(env: &TestEnv, namespace: &str, name: &str) -> String {
+    env.service_account_token(namespace, name).await.unwrap()
 }
 
-/// A kubeconfig for `token` on the environment's API server at `server` (the admin's when `None`), in the
-/// environment's own directory (so it goes with the environment).
+/// A kubeconfig for `token` on the environment's API server at `server` (the admin's when `None`).
 pub fn kubeconfig_with_token(env: &TestEnv, token: &str, server: Option<&str>, name: &str) -> PathBuf {
-    let info = env.info();
-    let path = info.state_dir.join(format!(
-        "kuberay-apiserver-{name}-{}-{}.kubeconfig",
-        info.instance,
-        std::process::id()
-    ));
-    std::fs::write(
-        &path,
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {}\n    certificate-authority: {}\n\
-             users:\n- name: u\n  user:\n    token: {token}\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\n\
-             current-context: c\n",
-            server.unwrap_or(&info.server),
-            info.ca_cert.display(),
-        ),
-    )
-    .unwrap();
-    path
+    env.kubeconfig_with_token(&format!("apiserver-{name}"), token, server)
+        .unwrap()
 }
 
 /// The kubeconfig of the server's own ServiceAccount `kuberay-system/kuberay-apiserver`.
 pub async fn server_kubeconfig(env: &TestEnv) -> PathBuf {
     static PATH: OnceCell<PathBuf> = OnceCell::const_new();
     PATH.get_or_init(|| async {
-        let admin = env.client().await.unwrap();
-        let token = service_account_token(&admin, "kuberay-system", "kuberay-apiserver").await;
+        let token = service_account_token(env, "kuberay-system", "kuberay-apiserver").await;
         kubeconfig_with_token(env, &token, None, "server")
     })
     .await
@@ -155,8 +83,7 @@ impl User {
 
     /// A ServiceAccount `name` of `namespace`, with no rights of its own.
     pub async fn service_account(env: &TestEnv, namespace: &str, name: &str) -> Self {
-        let admin = env.client().await.unwrap();
-        let token = service_account_token(&admin, namespace, name).await;
+        let token = service_account_token(env, namespace, name).await;
         Self {
             name: format!("system:serviceaccount:{namespace}:{name}"),
             token,

@@ -8,43 +8,20 @@ use std::{path::Path, time::Duration};
 use k8s_openapi::api::{authentication::v1::TokenRequest, core::v1::ServiceAccount};
 use kube::{
     Api, Client,
-    api::{DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams},
+    api::{DeleteParams, Patch, PatchParams, PostParams},
 };
 use kuberay_testenv::TestNamespace;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::support::{
     OperatorOptions, apply_manifest, env, eventually, namespace, ray_api, ready_cluster, sample,
     start_operator,
 };
 
-/// Server-side applies a manifest whose objects name their own namespaces (or are cluster-scoped).
 async fn apply_cluster_manifest(client: &Client, path: &Path) {
-    let discovery = kube::Discovery::new(client.clone()).run().await.unwrap();
-    let text = std::fs::read_to_string(path).unwrap();
-    for doc in serde_yaml::Deserializer::from_str(&text) {
-        let value: Value = serde::Deserialize::deserialize(doc).unwrap();
-        if value.is_null() {
-            continue;
-        }
-        let object: DynamicObject = serde_json::from_value(value).unwrap();
-        let gvk = GroupVersionKind::try_from(object.types.as_ref().unwrap()).unwrap();
-        let (resource, capabilities) = discovery.resolve_gvk(&gvk).unwrap();
-        let api: Api<DynamicObject> = match (&object.metadata.namespace, capabilities.scope) {
-            (Some(ns), kube::discovery::Scope::Namespaced) => {
-                Api::namespaced_with(client.clone(), ns, &resource)
-            }
-            _ => Api::all_with(client.clone(), &resource),
-        };
-        let name = object.metadata.name.clone().unwrap();
-        api.patch(
-            &name,
-            &PatchParams::apply("kuberay-wasm-tests").force(),
-            &Patch::Apply(&object),
-        )
+    kuberay_testenv::identities::apply_manifest(client, path)
         .await
         .unwrap();
-    }
 }
 
 #[tokio::test]

@@ -6,7 +6,7 @@ use std::{path::Path, time::Duration};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::{
     Api, Client, ResourceExt,
-    api::{Patch, PatchParams},
+    api::{ApiResource, DynamicObject, ListParams, Patch, PatchParams},
 };
 use serde::Deserialize;
 
@@ -72,6 +72,33 @@ pub async fn install(client: &Client, dir: &Path) -> Result<()> {
         if !established {
             return Err(Error::Other(format!("CRD {name} did not become Established")));
         }
+        wait_served(client, crd).await?;
     }
     Ok(())
+}
+
+/// Waits until objects of `crd` can be listed: for a moment after a CRD is Established the API server may
+/// still answer 429 "storage is (re)initializing".
+async fn wait_served(client: &Client, crd: &CustomResourceDefinition) -> Result<()> {
+    let Some(version) = crd.spec.versions.iter().find(|v| v.served) else {
+        return Ok(());
+    };
+    let resource = ApiResource {
+        group: crd.spec.group.clone(),
+        version: version.name.clone(),
+        api_version: format!("{}/{}", crd.spec.group, version.name),
+        kind: crd.spec.names.kind.clone(),
+        plural: crd.spec.names.plural.clone(),
+    };
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+    for _ in 0..200 {
+        match api.list(&ListParams::default().limit(1)).await {
+            Err(kube::Error::Api(status)) if status.code == 429 => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => return Err(e.into()),
+            Ok(_) => return Ok(()),
+        }
+    }
+    Err(Error::Other(format!("{} is not served", crd.name_any())))
 }

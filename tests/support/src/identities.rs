@@ -50,11 +50,11 @@ impl TestEnv {
         )))
     }
 
-    /// A kubeconfig file (in the environment's state directory) for `token` on `server`, the API server's
+    /// A kubeconfig file (in the environment's state directory, so it goes with the environment) for `token` on `server`, the API server's
     /// address unless given (e.g. the forwarder of the operator network namespace).
     pub fn kubeconfig_with_token(&self, name: &str, token: &str, server: Option<&str>) -> Result<PathBuf> {
         let info = self.info();
-        let path = std::env::temp_dir().join(format!(
+        let path = info.state_dir.join(format!(
             "kuberay-testenv-{}-{name}-{}.kubeconfig",
             info.instance,
             std::process::id()
