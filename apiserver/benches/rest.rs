@@ -179,7 +179,9 @@ async fn main() {
         .pool_max_idle_per_host(CONCURRENCY)
         .build()
         .unwrap();
-    let (none_base, stop_none) = start_server(&setup.server_kubeconfig, &["--auth=none"]).await;
+    // With --auth none the server acts as itself, so its own identity needs the user's rights (as
+    // KubeRay's ServiceAccount has them): it runs with the user's credentials.
+    let (none_base, stop_none) = start_server(&setup.user_kubeconfig, &["--auth=none"]).await;
     let (auth_base, stop_auth) = start_server(&setup.server_kubeconfig, &[]).await;
     let user_kube = Api::<RayCluster>::namespaced(setup.user_client.clone(), ns.name());
     let readers = [
@@ -243,6 +245,7 @@ fn ms(duration: Duration) -> f64 {
 /// namespace.
 struct Setup {
     server_kubeconfig: std::path::PathBuf,
+    user_kubeconfig: std::path::PathBuf,
     user_token: String,
     user_client: kube::Client,
 }
@@ -282,6 +285,7 @@ impl Setup {
             .unwrap();
         Self {
             server_kubeconfig,
+            user_kubeconfig,
             user_token,
             user_client: kube::Client::try_from(config).unwrap(),
         }
