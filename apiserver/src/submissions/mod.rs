@@ -13,7 +13,7 @@ mod head;
 use std::sync::Arc;
 
 use kuberay_plugin_sdk::ray::{
-    RayHead,
+    RayError, RayHead,
     jobs::{StopOutcome, SubmitOutcome},
 };
 use tonic::{Request, Response, Status};
@@ -21,7 +21,7 @@ use tonic::{Request, Response, Status};
 pub use self::head::Heads;
 use self::{
     convert::{job_info, ray_error, submit_request},
-    head::Head,
+    head::Transport,
 };
 use crate::{
     api::{self, ray_job_submission_service_server::RayJobSubmissionService},
@@ -34,24 +34,39 @@ pub struct JobSubmissions {
     heads: Arc<Heads>,
 }
 
+/// Where a call goes: the namespace and cluster of its request, and the HTTP method it sends to the head
+/// (which decides the `services/proxy` verb the caller needs).
+struct Target<'a> {
+    namespace: &'a str,
+    cluster: &'a str,
+    method: &'static str,
+}
+
 impl JobSubmissions {
     pub fn new(heads: Arc<Heads>) -> Self {
         Self { heads }
     }
 
-    /// The cluster's head, checked for `method`, for the caller of `request`.
-    async fn head<T>(
+    /// Runs `call` with the typed Jobs API client on the head of the target cluster, once the caller may
+    /// use it.
+    async fn on_head<T, R>(
         &self,
         request: &Request<T>,
-        namespace: &str,
-        cluster: &str,
-        method: &str,
-    ) -> ApiResult<Head> {
-        crate::validate::namespace(namespace)?;
-        crate::validate::path_name("clustername", cluster)?;
-        let head = self.heads.open(context(request)?, namespace, cluster).await?;
-        head.authorize(method).await?;
-        Ok(head)
+        target: Target<'_>,
+        call: impl FnOnce(&RayHead<'_, Transport>) -> Result<R, RayError> + Send + 'static,
+    ) -> ApiResult<R>
+    where
+        R: Send + 'static,
+    {
+        crate::validate::namespace(target.namespace)?;
+        crate::validate::path_name("clustername", target.cluster)?;
+        let head = self
+            .heads
+            .open(context(request)?, target.namespace, target.cluster)
+            .await?;
+        head.authorize(target.method).await?;
+        head.run(move |transport| call(&RayHead::new(transport, "")).map_err(ray_error))
+            .await
     }
 }
 
@@ -60,6 +75,10 @@ fn require(field: &str, value: &str) -> ApiResult<()> {
         return Err(ApiError::InvalidArgument(format!("{field} is required")));
     }
     Ok(())
+}
+
+fn not_found(id: &str) -> Status {
+    ApiError::NotFound(format!("job {id:?} does not exist")).into()
 }
 
 #[tonic::async_trait]
@@ -74,22 +93,23 @@ impl RayJobSubmissionService for JobSubmissions {
             .as_ref()
             .ok_or_else(|| ApiError::InvalidArgument("jobsubmission is required".into()))?;
         let ray_request = submit_request(submission)?;
-        let head = self
-            .head(&request, &message.namespace, &message.clustername, "POST")
-            .await?;
-        let outcome = head
-            .run(move |t| RayHead::new(t, "").submit_job(&ray_request).map_err(ray_error))
-            .await?;
-        let submission_id = match outcome {
-            SubmitOutcome::Submitted { job_id } => job_id,
-            SubmitOutcome::AlreadySubmitted { submission_id } => {
-                return Err(ApiError::AlreadyExists(format!(
-                    "a job with submission id {submission_id:?} exists already on this cluster"
-                ))
-                .into());
-            }
+        let target = Target {
+            namespace: &message.namespace,
+            cluster: &message.clustername,
+            method: "POST",
         };
-        Ok(Response::new(api::SubmitRayJobReply { submission_id }))
+        let outcome = self
+            .on_head(&request, target, move |head| head.submit_job(&ray_request))
+            .await?;
+        match outcome {
+            SubmitOutcome::Submitted { job_id } => Ok(Response::new(api::SubmitRayJobReply {
+                submission_id: job_id,
+            })),
+            SubmitOutcome::AlreadySubmitted { submission_id } => Err(ApiError::AlreadyExists(format!(
+                "a job with submission id {submission_id:?} exists already on this cluster"
+            ))
+            .into()),
+        }
     }
 
     async fn get_job_details(
@@ -99,13 +119,15 @@ impl RayJobSubmissionService for JobSubmissions {
         let message = request.get_ref();
         let id = message.submissionid.clone();
         require("submissionid", &id)?;
-        let head = self
-            .head(&request, &message.namespace, &message.clustername, "GET")
-            .await?;
-        let details = head
-            .run(move |t| RayHead::new(t, "").job_info(&id).map_err(ray_error))
+        let target = Target {
+            namespace: &message.namespace,
+            cluster: &message.clustername,
+            method: "GET",
+        };
+        let details = self
+            .on_head(&request, target, move |head| head.job_info(&id))
             .await?
-            .ok_or_else(|| ApiError::NotFound(format!("job {:?} does not exist", message.submissionid)))?;
+            .ok_or_else(|| not_found(&message.submissionid))?;
         Ok(Response::new(job_info(details)))
     }
 
@@ -116,13 +138,15 @@ impl RayJobSubmissionService for JobSubmissions {
         let message = request.get_ref();
         let id = message.submissionid.clone();
         require("submissionid", &id)?;
-        let head = self
-            .head(&request, &message.namespace, &message.clustername, "GET")
-            .await?;
-        let log = head
-            .run(move |t| RayHead::new(t, "").job_logs(&id).map_err(ray_error))
+        let target = Target {
+            namespace: &message.namespace,
+            cluster: &message.clustername,
+            method: "GET",
+        };
+        let log = self
+            .on_head(&request, target, move |head| head.job_logs(&id))
             .await?
-            .ok_or_else(|| ApiError::NotFound(format!("job {:?} does not exist", message.submissionid)))?;
+            .ok_or_else(|| not_found(&message.submissionid))?;
         Ok(Response::new(api::GetJobLogReply { log }))
     }
 
@@ -131,12 +155,12 @@ impl RayJobSubmissionService for JobSubmissions {
         request: Request<api::ListJobDetailsRequest>,
     ) -> Result<Response<api::ListJobSubmissionInfo>, Status> {
         let message = request.get_ref();
-        let head = self
-            .head(&request, &message.namespace, &message.clustername, "GET")
-            .await?;
-        let jobs = head
-            .run(|t| RayHead::new(t, "").list_jobs().map_err(ray_error))
-            .await?;
+        let target = Target {
+            namespace: &message.namespace,
+            cluster: &message.clustername,
+            method: "GET",
+        };
+        let jobs = self.on_head(&request, target, |head| head.list_jobs()).await?;
         Ok(Response::new(api::ListJobSubmissionInfo {
             submissions: jobs.into_iter().map(job_info).collect(),
         }))
@@ -149,16 +173,16 @@ impl RayJobSubmissionService for JobSubmissions {
         let message = request.get_ref();
         let id = message.submissionid.clone();
         require("submissionid", &id)?;
-        let head = self
-            .head(&request, &message.namespace, &message.clustername, "POST")
-            .await?;
-        match head
-            .run(move |t| RayHead::new(t, "").stop_job(&id).map_err(ray_error))
+        let target = Target {
+            namespace: &message.namespace,
+            cluster: &message.clustername,
+            method: "POST",
+        };
+        match self
+            .on_head(&request, target, move |head| head.stop_job(&id))
             .await?
         {
-            StopOutcome::NotFound => {
-                Err(ApiError::NotFound(format!("job {:?} does not exist", message.submissionid)).into())
-            }
+            StopOutcome::NotFound => Err(not_found(&message.submissionid)),
             StopOutcome::Stopped | StopOutcome::AlreadyFinished(_) => Ok(Response::new(())),
         }
     }
@@ -170,16 +194,18 @@ impl RayJobSubmissionService for JobSubmissions {
         let message = request.get_ref();
         let id = message.submissionid.clone();
         require("submissionid", &id)?;
-        let head = self
-            .head(&request, &message.namespace, &message.clustername, "DELETE")
-            .await?;
-        let deleted = head
-            .run(move |t| RayHead::new(t, "").delete_job(&id).map_err(ray_error))
-            .await?;
-        if deleted {
+        let target = Target {
+            namespace: &message.namespace,
+            cluster: &message.clustername,
+            method: "DELETE",
+        };
+        if self
+            .on_head(&request, target, move |head| head.delete_job(&id))
+            .await?
+        {
             Ok(Response::new(()))
         } else {
-            Err(ApiError::NotFound(format!("job {:?} does not exist", message.submissionid)).into())
+            Err(not_found(&message.submissionid))
         }
     }
 }
