@@ -29,7 +29,7 @@ use kuberay_plugin_sdk::{
 use kuberay_wasm::{
     metrics::Metrics,
     sandbox::{
-        CallLimits, Export, GrantPolicy, Sandbox, SandboxConfig,
+        CallLimits, Export, Sandbox, SandboxConfig,
         host_api::{HostApi, HostResult},
     },
 };
@@ -166,11 +166,16 @@ fn main() {
                 timeout: Duration::from_secs(10),
                 memory_bytes: 128 << 20,
             },
-            policy: GrantPolicy::default(),
+            policy: Arc::new(kuberay_wasm::policy::Policy::builtin()),
             max_concurrent_calls: 8,
         };
         let sandbox = Sandbox::new(config.clone(), Metrics::new()).unwrap();
-        let path = std::path::Path::new(kuberay_plugin_artifacts::RAYCLUSTER);
+        // The built-in policy knows the plugin by the file name it is installed under.
+        let plugins = std::env::temp_dir().join(format!("kuberay-wasm-bench-plugins-{}", std::process::id()));
+        std::fs::create_dir_all(&plugins).unwrap();
+        let path = plugins.join("raycluster.wasm");
+        std::fs::copy(kuberay_plugin_artifacts::RAYCLUSTER, &path).unwrap();
+        let path = path.as_path();
         let started = Instant::now();
         let plugin = sandbox.load_file(path).await.unwrap();
         let compile = started.elapsed();
@@ -179,6 +184,7 @@ fn main() {
         fresh.load_file(path).await.unwrap();
         let load_cached = started.elapsed();
         let _ = std::fs::remove_dir_all(cache);
+        let _ = std::fs::remove_dir_all(&plugins);
 
         let (_, host) = steady_sample();
         let host: Arc<dyn HostApi> = Arc::new(SharedFake(Mutex::new(host)));

@@ -8,7 +8,8 @@ use kuberay_rayhead::{RoutingOptions, parse_duration};
 use kuberay_wasm::{
     OperatorConfig,
     metrics::Metrics,
-    sandbox::{CallLimits, GrantPolicy, Sandbox, SandboxConfig},
+    policy::Policy,
+    sandbox::{CallLimits, Sandbox, SandboxConfig},
     telemetry::{self, LogFormat},
 };
 
@@ -32,9 +33,9 @@ enum Command {
     /// Load a plugin and print what it reconciles, owns and asks for, and what it would be granted.
     Inspect {
         plugin: PathBuf,
-        /// Plugins allowed to touch Secrets (as for `operator`).
-        #[arg(long, value_delimiter = ',')]
-        allow_secrets: Vec<String>,
+        /// The policy to grant it under (as for `operator`); the built-in one by default.
+        #[arg(long)]
+        policy: Option<PathBuf>,
     },
 }
 
@@ -64,9 +65,10 @@ struct OperatorArgs {
     /// Disable the compiled-plugin cache.
     #[arg(long, conflicts_with = "cache_dir")]
     no_cache: bool,
-    /// Plugins that may read or write Secrets (comma-separated plugin names); no plugin may otherwise.
-    #[arg(long, value_delimiter = ',')]
-    allow_secrets: Vec<String>,
+    /// The administrator's policy file: which plugin files may run and what each is granted (see
+    /// host/deploy/policy.yaml, built in and used when this is not given).
+    #[arg(long)]
+    policy: Option<PathBuf>,
     /// Where /metrics is served.
     #[arg(long, default_value = "0.0.0.0:8080")]
     metrics_bind_address: SocketAddr,
@@ -93,10 +95,7 @@ fn main() -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     match cli.command {
         Command::Operator(args) => runtime.block_on(operator(*args)),
-        Command::Inspect {
-            plugin,
-            allow_secrets,
-        } => runtime.block_on(inspect(plugin, allow_secrets)),
+        Command::Inspect { plugin, policy } => runtime.block_on(inspect(plugin, policy)),
     }
 }
 
@@ -112,7 +111,7 @@ async fn operator(args: OperatorArgs) -> anyhow::Result<()> {
     } else {
         args.cache_dir.or_else(default_cache_dir)
     };
-    config.secrets_allowed_for = args.allow_secrets;
+    config.policy = Some(std::sync::Arc::new(load_policy(args.policy.as_deref())?));
     config.kubeconfig = args.kubeconfig;
     config.routing = args.routing;
     config.instance = std::env::var("POD_NAME")
@@ -136,7 +135,17 @@ async fn shutdown_signal() {
     }
 }
 
-async fn inspect(plugin: PathBuf, allow_secrets: Vec<String>) -> anyhow::Result<()> {
+/// The policy at `path`, or the built-in one; an unreadable or invalid file is fatal.
+fn load_policy(path: Option<&std::path::Path>) -> anyhow::Result<Policy> {
+    let Some(path) = path else {
+        return Ok(Policy::builtin());
+    };
+    let policy = Policy::read(path).with_context(|| format!("loading the policy {}", path.display()))?;
+    tracing::info!(path = %path.display(), plugins = policy.entries().len(), "policy loaded");
+    Ok(policy)
+}
+
+async fn inspect(plugin: PathBuf, policy: Option<PathBuf>) -> anyhow::Result<()> {
     let sandbox = Sandbox::new(
         SandboxConfig {
             cache_dir: None,
@@ -144,9 +153,7 @@ async fn inspect(plugin: PathBuf, allow_secrets: Vec<String>) -> anyhow::Result<
                 timeout: Duration::from_secs(10),
                 memory_bytes: 128 << 20,
             },
-            policy: GrantPolicy {
-                secrets_allowed_for: allow_secrets.into_iter().collect(),
-            },
+            policy: std::sync::Arc::new(load_policy(policy.as_deref())?),
             max_concurrent_calls: 4,
         },
         Metrics::new(),
@@ -168,13 +175,17 @@ async fn inspect(plugin: PathBuf, allow_secrets: Vec<String>) -> anyhow::Result<
             .join(", ")
     );
     println!("finalizer:   {}", m.finalizer.as_deref().unwrap_or("-"));
-    println!("ray head:    {}", if m.uses_ray_head { "yes" } else { "no" });
+    println!(
+        "ray head:    {}",
+        if loaded.grant.ray_heads { "yes" } else { "no" }
+    );
+    println!("policy:      entry {}", loaded.grant.entry);
     println!("granted:");
     for line in loaded.grant.describe() {
         println!("  {line}");
     }
-    for kind in &loaded.grant.withheld {
-        println!("withheld:    {kind} (allow with --allow-secrets {})", m.name);
+    for what in &loaded.grant.withheld {
+        println!("withheld:    {what} (not in the policy entry)");
     }
     Ok(())
 }

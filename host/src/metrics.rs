@@ -54,6 +54,13 @@ pub struct RefusalLabels {
     pub kind: String,
 }
 
+/// A plugin file the policy refused: the entry's name (or `unknown`) and a reason of a fixed set.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PluginRefusalLabels {
+    pub plugin: String,
+    pub reason: String,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct LoadLabels {
     pub plugin: String,
@@ -84,6 +91,7 @@ pub struct Metrics {
     pub refused_calls: Family<RefusalLabels, Counter>,
     pub api_writes: Family<WriteLabels, Counter>,
     pub plugin_loads: Family<LoadLabels, Counter>,
+    pub plugin_refusals: Family<PluginRefusalLabels, Counter>,
     pub plugins_loaded: Gauge,
     pub ray_requests: Family<RayLabels, Counter>,
 }
@@ -107,6 +115,7 @@ impl Metrics {
         let refused_calls = Family::<RefusalLabels, Counter>::default();
         let api_writes = Family::<WriteLabels, Counter>::default();
         let plugin_loads = Family::<LoadLabels, Counter>::default();
+        let plugin_refusals = Family::<PluginRefusalLabels, Counter>::default();
         let plugins_loaded = Gauge::default();
         let ray_requests = Family::<RayLabels, Counter>::default();
         registry.register(
@@ -136,7 +145,7 @@ impl Metrics {
         );
         registry.register(
             "refused_calls",
-            "Host calls refused because they were outside the plugin's grant",
+            "Host calls the policy refused, by plugin (policy entry), verb and kind (one the policy names, else other)",
             refused_calls.clone(),
         );
         registry.register(
@@ -148,6 +157,11 @@ impl Metrics {
             "plugin_loads",
             "Plugin loads, from the compiled-plugin cache or compiled",
             plugin_loads.clone(),
+        );
+        registry.register(
+            "plugin_refusals",
+            "Plugin files the policy refused to load, by entry (or unknown) and reason",
+            plugin_refusals.clone(),
         );
         registry.register(
             "plugins_loaded",
@@ -169,6 +183,7 @@ impl Metrics {
             refused_calls,
             api_writes,
             plugin_loads,
+            plugin_refusals,
             plugins_loaded,
             ray_requests,
         }
@@ -214,6 +229,17 @@ impl Metrics {
             .inc();
     }
 
+    /// A plugin file refused by the policy.
+    pub fn plugin_refused(&self, plugin: &str, reason: &str) {
+        self.plugin_refusals
+            .get_or_create(&PluginRefusalLabels {
+                plugin: plugin.into(),
+                reason: reason.into(),
+            })
+            .inc();
+    }
+
+    /// A host call refused by the policy (counted once, also as a host call with outcome `refused`).
     pub fn refused(&self, plugin: &str, verb: &str, kind: &str) {
         self.refused_calls
             .get_or_create(&RefusalLabels {

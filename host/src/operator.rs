@@ -21,7 +21,8 @@ use crate::{
     controller::{self, Failures, Shared},
     kubernetes::{KubeBridge, WatchScope},
     metrics::Metrics,
-    sandbox::{CallLimits, GrantPolicy, Sandbox, SandboxConfig},
+    policy::Policy,
+    sandbox::{CallLimits, Sandbox, SandboxConfig},
     server::{self, Health},
 };
 
@@ -37,7 +38,8 @@ pub struct OperatorConfig {
     /// How often the plugin directory is rescanned; `None` loads it once.
     pub reload_interval: Option<Duration>,
     pub cache_dir: Option<PathBuf>,
-    pub secrets_allowed_for: Vec<String>,
+    /// The administrator's policy; `None` is the built-in one (`host/deploy/policy.yaml`).
+    pub policy: Option<Arc<Policy>>,
     pub metrics_addr: SocketAddr,
     pub health_addr: SocketAddr,
     pub kubeconfig: Option<PathBuf>,
@@ -57,7 +59,7 @@ impl OperatorConfig {
             plugin_memory_bytes: 128 << 20,
             reload_interval: Some(Duration::from_secs(5)),
             cache_dir: None,
-            secrets_allowed_for: Vec::new(),
+            policy: None,
             metrics_addr: SocketAddr::from(([0, 0, 0, 0], 8080)),
             health_addr: SocketAddr::from(([0, 0, 0, 0], 8082)),
             kubeconfig: None,
@@ -107,6 +109,12 @@ impl OperatorConfig {
     #[must_use]
     pub fn with_kubernetes_proxy(mut self, enabled: bool) -> Self {
         self.routing.use_kubernetes_proxy = enabled;
+        self
+    }
+
+    #[must_use]
+    pub fn with_policy(mut self, policy: Policy) -> Self {
+        self.policy = Some(Arc::new(policy));
         self
     }
 
@@ -179,9 +187,10 @@ pub async fn run_with_metrics(
                 timeout: config.plugin_timeout,
                 memory_bytes: config.plugin_memory_bytes,
             },
-            policy: GrantPolicy {
-                secrets_allowed_for: config.secrets_allowed_for.iter().cloned().collect(),
-            },
+            policy: config
+                .policy
+                .clone()
+                .unwrap_or_else(|| Arc::new(Policy::builtin())),
             // Reconciles are bounded by the concurrency; plugin loads during a rescan need a few more.
             max_concurrent_calls: u32::from(config.concurrency) * 2 + 8,
         },

@@ -42,14 +42,53 @@ fn main() {
     ] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
+    // The chaos plugin's variants first (each overwrites the chaos output, which the last build restores),
+    // copied aside under their own names.
+    let release = target.join("wasm32-wasip2/release");
+    let variants = target.join("variants");
+    let _ = std::fs::create_dir_all(&variants);
+    for (feature, file, var) in CHAOS_VARIANTS {
+        cargo_build(
+            &root,
+            &target,
+            &["-p", "kuberay-test-plugin-chaos", "--features", feature],
+        );
+        let path = variants.join(file);
+        if let Err(e) = std::fs::copy(release.join("kuberay_test_plugin_chaos.wasm"), &path) {
+            panic!("copying the chaos variant {feature}: {e}");
+        }
+        println!("cargo:rustc-env={var}={}", path.display());
+    }
+    let mut args = Vec::new();
+    for (package, _, _) in PLUGINS {
+        args.extend(["-p", package]);
+    }
+    cargo_build(&root, &target, &args);
+    for (_, lib, var) in PLUGINS {
+        let path = target.join("wasm32-wasip2/release").join(format!("{lib}.wasm"));
+        assert!(Path::new(&path).is_file(), "{} was not built", path.display());
+        println!("cargo:rustc-env={var}={}", path.display());
+    }
+}
+
+/// (feature, file name, exported variable) of the chaos plugin's variants.
+const CHAOS_VARIANTS: &[(&str, &str, &str)] = &[
+    ("greedy", "chaos-greedy.wasm", "KUBERAY_PLUGIN_CHAOS_GREEDY"),
+    (
+        "reconcile-secrets",
+        "chaos-secrets.wasm",
+        "KUBERAY_PLUGIN_CHAOS_SECRETS",
+    ),
+];
+
+/// `cargo build --release --target wasm32-wasip2 ARGS` into `target`.
+fn cargo_build(root: &Path, target: &Path, args: &[&str]) {
     let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut command = Command::new(cargo);
     command
-        .current_dir(&root)
-        .args(["build", "--release", "--target", "wasm32-wasip2"]);
-    for (package, _, _) in PLUGINS {
-        command.args(["-p", package]);
-    }
+        .current_dir(root)
+        .args(["build", "--release", "--target", "wasm32-wasip2"])
+        .args(args);
     // The outer build's flags and target directory are for the host; the guests get their own.
     for var in [
         "CARGO_ENCODED_RUSTFLAGS",
@@ -60,16 +99,10 @@ fn main() {
     ] {
         command.env_remove(var);
     }
-    command.env("CARGO_TARGET_DIR", &target);
-    let status = command.status();
-    match status {
+    command.env("CARGO_TARGET_DIR", target);
+    match command.status() {
         Ok(s) if s.success() => {}
         Ok(s) => panic!("building the plugin components failed ({s}); see the output above"),
         Err(e) => panic!("could not run cargo to build the plugin components: {e}"),
-    }
-    for (_, lib, var) in PLUGINS {
-        let path = target.join("wasm32-wasip2/release").join(format!("{lib}.wasm"));
-        assert!(Path::new(&path).is_file(), "{} was not built", path.display());
-        println!("cargo:rustc-env={var}={}", path.display());
     }
 }

@@ -50,24 +50,27 @@ pub async fn run(
     concurrency: u16,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) -> Result<(), ControllerError> {
-    // Owned kinds the plugin was not granted (Secrets without --allow-secrets) are not watched: the operator
-    // may not even be allowed to list them, and the plugin could not read them anyway.
-    let owns: Vec<Kind> = match shared.sandbox.plugin_for(&kind) {
-        Some(PluginSlot::Ready(plugin)) => plugin
-            .metadata
-            .owns
-            .iter()
-            .filter(|owned| {
-                let granted = plugin.grant.covers(owned);
-                if !granted {
-                    tracing::info!(%kind, owned = %owned, "not watching an owned kind the plugin was not granted");
-                }
-                granted
-            })
-            .cloned()
-            .collect(),
-        _ => Vec::new(),
+    // Only owned kinds the policy granted are watched, and never Secrets: the operator is not given list
+    // and watch on them, and a plugin reads the few it may by name.
+    let (owns, plugin) = match shared.sandbox.plugin_for(&kind) {
+        Some(PluginSlot::Ready(plugin)) => (
+            plugin
+                .grant
+                .owns
+                .iter()
+                .filter(|owned| **owned != Kind::new("", "v1", "Secret"))
+                .cloned()
+                .collect::<Vec<Kind>>(),
+            plugin.grant.entry.clone(),
+        ),
+        _ => (Vec::new(), String::new()),
     };
+    let namespaced = shared.bridge.discovery.resolve(&kind).await.map(|r| r.namespaced);
+    if namespaced.as_ref().is_ok_and(|namespaced| !namespaced) {
+        tracing::error!(%kind, %plugin, "refused: a plugin may not reconcile a cluster-scoped kind; not starting its controller");
+        shared.metrics.plugin_refused(&plugin, "cluster-scoped");
+        return Ok(());
+    }
     let resolved = shared
         .bridge
         .watch(&kind)

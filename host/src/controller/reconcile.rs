@@ -63,7 +63,8 @@ async fn reconcile_one(object: &DynamicObject, ctx: &KindContext, namespace: &st
         }
         None => return Action::await_change(),
     };
-    let plugin_name = plugin.metadata.name.clone();
+    // The policy entry's name (the plugin had to call itself that to load).
+    let plugin_name = plugin.grant.entry.clone();
 
     // The plugin sees the object with the host's own recent writes (status, finalizers) applied.
     let current = match shared.bridge.read(&ctx.kind, namespace, name).await {
@@ -96,7 +97,9 @@ async fn reconcile_one(object: &DynamicObject, ctx: &KindContext, namespace: &st
         name: name.to_string(),
         uid: object.uid().unwrap_or_default(),
     };
-    let host = Arc::new(ObjectHost::new(shared.bridge.clone(), &plugin_name, primary));
+    let host = Arc::new(
+        ObjectHost::new(shared.bridge.clone(), &plugin_name, primary).with_grant(plugin.grant.clone()),
+    );
     let attempt = shared.failures.get(&key);
     let context = shared
         .sandbox

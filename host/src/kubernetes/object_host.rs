@@ -20,7 +20,10 @@ use super::{
     strip_host_condition, to_json,
     unchanged::{intent_hash, is_subset},
 };
-use crate::sandbox::host_api::{HostApi, HostResult};
+use crate::{
+    policy::{Grant, guard},
+    sandbox::host_api::{HostApi, HostResult},
+};
 
 /// The object being reconciled.
 #[derive(Debug, Clone)]
@@ -37,6 +40,7 @@ pub struct ObjectHost {
     plugin: String,
     field_manager: String,
     primary: Primary,
+    grant: Arc<Grant>,
 }
 
 fn str_at<'a>(object: &'a Value, pointer: &str) -> Option<&'a str> {
@@ -50,6 +54,22 @@ impl ObjectHost {
             plugin: plugin.to_string(),
             field_manager: field_manager(plugin),
             primary,
+            grant: Arc::new(Grant::default()),
+        }
+    }
+
+    /// The plugin's grant, whose content rules its writes and Secret reads are held to.
+    #[must_use]
+    pub fn with_grant(mut self, grant: Arc<Grant>) -> Self {
+        self.grant = grant;
+        self
+    }
+
+    fn guard(&self) -> guard::Guard<'_> {
+        guard::Guard {
+            bridge: &self.bridge,
+            primary: &self.primary,
+            grant: &self.grant,
         }
     }
 
@@ -61,14 +81,8 @@ impl ObjectHost {
         }
     }
 
-    fn refuse(&self, verb: &str, kind: &Kind, message: String) -> HostError {
-        tracing::warn!(
-            plugin = %self.plugin, namespace = %self.primary.namespace, name = %self.primary.name,
-            %kind, verb, "refused: {message}"
-        );
-        self.bridge
-            .metrics()
-            .refused(&self.plugin, verb, &kind.to_string());
+    /// A refusal; logged and counted where the host call ends (`sandbox::call`).
+    fn refuse(&self, _verb: &str, _kind: &Kind, message: String) -> HostError {
         HostError::Forbidden(message)
     }
 
@@ -226,6 +240,9 @@ impl HostApi for ObjectHost {
     fn get(&self, kind: Kind, name: String) -> BoxFuture<'_, HostResult<Option<Value>>> {
         Box::pin(async move {
             let mut object = self.bridge.read(&kind, &self.primary.namespace, &name).await?;
+            if let Some(secret) = object.as_ref().filter(|_| guard::is_secret(&kind)) {
+                self.guard().check_secret_read(secret).await?;
+            }
             if let Some(object) = object.as_mut() {
                 strip_host_condition(object);
             }
@@ -239,6 +256,9 @@ impl HostApi for ObjectHost {
                 .bridge
                 .list(&kind, &self.primary.namespace, &label_selector)
                 .await?;
+            if guard::is_secret(&kind) {
+                items = self.guard().filter_secrets(items).await?;
+            }
             items.iter_mut().for_each(strip_host_condition);
             Ok(items)
         })
@@ -248,6 +268,7 @@ impl HostApi for ObjectHost {
         Box::pin(async move {
             let api = self.namespaced("create", &kind).await?;
             let object = self.adopt("create", &kind, object)?;
+            self.guard().check_write(&kind, &object).await?;
             let params = PostParams {
                 field_manager: Some(self.field_manager.clone()),
                 ..PostParams::default()
@@ -268,6 +289,7 @@ impl HostApi for ObjectHost {
         Box::pin(async move {
             let api = self.namespaced("apply", &kind).await?;
             let object = self.adopt("apply", &kind, object)?;
+            self.guard().check_write(&kind, &object).await?;
             let name = str_at(&object, "/metadata/name")
                 .ok_or_else(|| HostError::Invalid("apply needs metadata.name".into()))?
                 .to_string();

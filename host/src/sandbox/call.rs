@@ -12,12 +12,14 @@ use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use super::{
     bindings::{ReconcilePluginPre, wit_k8s, wit_log, wit_ray, wit_reconciler, wit_types},
-    grant::Grant,
     host_api::HostApi,
     limits::MemoryCap,
     stdio::LogStream,
 };
-use crate::metrics::Metrics;
+use crate::{
+    metrics::Metrics,
+    policy::{Grant, file::verb_name},
+};
 
 /// Limits of one call.
 #[derive(Debug, Clone, Copy)]
@@ -31,10 +33,11 @@ pub struct CallLimits {
 /// Who is calling: the plugin and the object its calls are scoped to.
 #[derive(Clone)]
 pub struct CallContext {
+    /// The policy entry's name (administrator-chosen; the plugin's identity in logs and metrics).
     pub plugin: Arc<str>,
     pub primary_kind: Kind,
+    /// The grant; its entry name is `plugin`.
     pub grant: Arc<Grant>,
-    pub uses_ray_head: bool,
     /// `namespace/name` of the object, for logs.
     pub object: String,
     pub host: Arc<dyn HostApi>,
@@ -75,36 +78,43 @@ impl CallState {
         }
     }
 
-    /// Refuses (and counts) a call outside the grant.
-    fn check(&self, kind: &Kind, verb: Verb, name: &str) -> Result<(), wit_types::HostError> {
+    /// A refusal unless the grant allows `verb` on `kind`.
+    fn check(&self, kind: &Kind, verb: Verb) -> Result<(), HostError> {
         if self.ctx.grant.allows(kind, verb) {
             return Ok(());
         }
-        let message = format!("plugin {} is not granted {name} on {kind}", self.ctx.plugin);
-        tracing::warn!(plugin = %self.ctx.plugin, object = %self.ctx.object, %kind, verb = name, "refused: {message}");
-        self.ctx
-            .metrics
-            .refused(&self.ctx.plugin, name, &kind.to_string());
-        Err(wit_types::HostError::Forbidden(message))
+        Err(HostError::Forbidden(format!(
+            "plugin {} is not granted {} on {kind}",
+            self.ctx.plugin,
+            verb_name(verb)
+        )))
     }
 
-    /// Counts a finished host call and converts its error.
-    fn finish<T>(&self, verb: &str, result: Result<T, HostError>) -> Result<T, wit_types::HostError> {
+    /// Ends a host call: counts it, and for a refusal (`Forbidden`, decided by the grant check or by the
+    /// host API's rules) logs and counts the refusal. The only place either happens. Labels are bounded:
+    /// the policy entry's name, a verb of this file, and `kind` only if the policy names it.
+    fn finish<T>(
+        &self,
+        verb: &'static str,
+        kind: &Kind,
+        result: Result<T, HostError>,
+    ) -> Result<T, wit_types::HostError> {
         match result {
             Ok(value) => {
                 self.ctx.metrics.host_call(&self.ctx.plugin, verb, "ok");
                 Ok(value)
             }
+            Err(HostError::Forbidden(message)) => {
+                let kind_label = self.ctx.grant.kind_label(kind);
+                tracing::warn!(
+                    plugin = %self.ctx.plugin, object = %self.ctx.object, verb, kind = %kind_label,
+                    reason = ?message, "refused"
+                );
+                self.ctx.metrics.refused(&self.ctx.plugin, verb, &kind_label);
+                Err(wit_types::HostError::Forbidden(message))
+            }
             Err(e) => {
-                let outcome = if matches!(e, HostError::Forbidden(_)) {
-                    "refused"
-                } else {
-                    "error"
-                };
-                if outcome == "refused" {
-                    tracing::warn!(plugin = %self.ctx.plugin, object = %self.ctx.object, verb, "refused: {e}");
-                }
-                self.ctx.metrics.host_call(&self.ctx.plugin, verb, outcome);
+                self.ctx.metrics.host_call(&self.ctx.plugin, verb, "error");
                 Err(error_to_wit(e))
             }
         }
@@ -118,6 +128,15 @@ impl WasiView for CallState {
             table: &mut self.table,
         }
     }
+}
+
+/// Runs `call` unless the grant check refused it.
+async fn checked<T>(
+    check: Result<(), HostError>,
+    call: impl Future<Output = Result<T, HostError>>,
+) -> Result<T, HostError> {
+    check?;
+    call.await
 }
 
 fn kind_from_wit(kind: wit_types::Kind) -> Kind {
@@ -158,9 +177,9 @@ impl wit_k8s::Host for CallState {
         name: String,
     ) -> Result<Option<String>, wit_types::HostError> {
         let kind = kind_from_wit(kind);
-        self.check(&kind, Verb::Get, "get")?;
-        let result = self.ctx.host.get(kind, name).await;
-        self.finish("get", result.map(|o| o.map(|v| v.to_string())))
+        let call = self.ctx.host.get(kind.clone(), name);
+        let result = checked(self.check(&kind, Verb::Get), call).await;
+        self.finish("get", &kind, result.map(|o| o.map(|v| v.to_string())))
     }
 
     async fn list(
@@ -169,35 +188,33 @@ impl wit_k8s::Host for CallState {
         label_selector: String,
     ) -> Result<Vec<String>, wit_types::HostError> {
         let kind = kind_from_wit(kind);
-        self.check(&kind, Verb::List, "list")?;
-        let result = self.ctx.host.list(kind, label_selector).await;
-        self.finish(
-            "list",
-            result.map(|items| items.iter().map(Value::to_string).collect()),
-        )
+        let call = self.ctx.host.list(kind.clone(), label_selector);
+        let result = checked(self.check(&kind, Verb::List), call).await;
+        let result = result.map(|items| items.iter().map(Value::to_string).collect());
+        self.finish("list", &kind, result)
     }
 
     async fn create(&mut self, object: String) -> Result<String, wit_types::HostError> {
         let (kind, value) = parse_object(&object)?;
-        self.check(&kind, Verb::Create, "create")?;
-        let result = self.ctx.host.create(kind, value).await;
-        self.finish("create", result.map(|v| v.to_string()))
+        let call = self.ctx.host.create(kind.clone(), value);
+        let result = checked(self.check(&kind, Verb::Create), call).await;
+        self.finish("create", &kind, result.map(|v| v.to_string()))
     }
 
     async fn apply(&mut self, object: String) -> Result<String, wit_types::HostError> {
         let (kind, value) = parse_object(&object)?;
-        self.check(&kind, Verb::Apply, "apply")?;
-        let result = self.ctx.host.apply(kind, value).await;
-        self.finish("apply", result.map(|v| v.to_string()))
+        let call = self.ctx.host.apply(kind.clone(), value);
+        let result = checked(self.check(&kind, Verb::Apply), call).await;
+        self.finish("apply", &kind, result.map(|v| v.to_string()))
     }
 
     async fn apply_status(&mut self, status: String) -> Result<(), wit_types::HostError> {
         let kind = self.ctx.primary_kind.clone();
-        self.check(&kind, Verb::ApplyStatus, "apply-status")?;
         let value: Value = serde_json::from_str(&status)
             .map_err(|e| wit_types::HostError::Invalid(format!("status is not JSON: {e}")))?;
-        let result = self.ctx.host.apply_status(value).await;
-        self.finish("apply-status", result)
+        let call = self.ctx.host.apply_status(value);
+        let result = checked(self.check(&kind, Verb::ApplyStatus), call).await;
+        self.finish("apply-status", &kind, result)
     }
 
     async fn delete(
@@ -207,28 +224,27 @@ impl wit_k8s::Host for CallState {
         uid: Option<String>,
     ) -> Result<(), wit_types::HostError> {
         let kind = kind_from_wit(kind);
-        self.check(&kind, Verb::Delete, "delete")?;
-        let result = self.ctx.host.delete(kind, name, uid).await;
-        self.finish("delete", result)
+        let call = self.ctx.host.delete(kind.clone(), name, uid);
+        let result = checked(self.check(&kind, Verb::Delete), call).await;
+        self.finish("delete", &kind, result)
     }
 
     async fn add_finalizer(&mut self, finalizer: String) -> Result<(), wit_types::HostError> {
         let kind = self.ctx.primary_kind.clone();
-        self.check(&kind, Verb::Finalize, "add-finalizer")?;
-        let result = self.ctx.host.add_finalizer(finalizer).await;
-        self.finish("add-finalizer", result)
+        let call = self.ctx.host.add_finalizer(finalizer);
+        let result = checked(self.check(&kind, Verb::Finalize), call).await;
+        self.finish("add-finalizer", &kind, result)
     }
 
     async fn remove_finalizer(&mut self, finalizer: String) -> Result<(), wit_types::HostError> {
         let kind = self.ctx.primary_kind.clone();
-        self.check(&kind, Verb::Finalize, "remove-finalizer")?;
-        let result = self.ctx.host.remove_finalizer(finalizer).await;
-        self.finish("remove-finalizer", result)
+        let call = self.ctx.host.remove_finalizer(finalizer);
+        let result = checked(self.check(&kind, Verb::Finalize), call).await;
+        self.finish("remove-finalizer", &kind, result)
     }
 
     async fn record_event(&mut self, event: wit_k8s::Event) -> Result<(), wit_types::HostError> {
         let kind = self.ctx.primary_kind.clone();
-        self.check(&kind, Verb::RecordEvent, "record-event")?;
         let event = Event {
             event_type: match event.event_type {
                 wit_k8s::EventType::Normal => EventType::Normal,
@@ -239,8 +255,9 @@ impl wit_k8s::Host for CallState {
             note: event.note,
             related: event.related.map(|(k, n)| (kind_from_wit(k), n)),
         };
-        let result = self.ctx.host.record_event(event).await;
-        self.finish("record-event", result)
+        let call = self.ctx.host.record_event(event);
+        let result = checked(self.check(&kind, Verb::RecordEvent), call).await;
+        self.finish("record-event", &kind, result)
     }
 }
 
@@ -259,16 +276,13 @@ impl wit_log::Host for CallState {
 
 impl wit_ray::Host for CallState {
     async fn send(&mut self, request: wit_ray::Request) -> Result<wit_ray::Response, wit_types::HostError> {
-        if !self.ctx.uses_ray_head {
+        let clusters = Kind::new("ray.io", "v1", "RayCluster");
+        if !self.ctx.grant.ray_heads {
             let message = format!(
-                "plugin {} did not declare that it uses the Ray head interface",
+                "plugin {} was not granted the Ray head interface",
                 self.ctx.plugin
             );
-            tracing::warn!(plugin = %self.ctx.plugin, object = %self.ctx.object, "refused: {message}");
-            self.ctx
-                .metrics
-                .refused(&self.ctx.plugin, "ray-send", "ray.io/v1/RayCluster");
-            return Err(wit_types::HostError::Forbidden(message));
+            return self.finish("ray-send", &clusters, Err(HostError::Forbidden(message)));
         }
         let request = RayRequest {
             cluster: request.cluster,
@@ -287,11 +301,12 @@ impl wit_ray::Host for CallState {
             body: request.body,
         };
         let result = self.ctx.host.ray(request).await;
-        self.finish("ray-send", result).map(|r| wit_ray::Response {
-            status: r.status,
-            headers: r.headers,
-            body: r.body,
-        })
+        self.finish("ray-send", &clusters, result)
+            .map(|r| wit_ray::Response {
+                status: r.status,
+                headers: r.headers,
+                body: r.body,
+            })
     }
 }
 

@@ -7,9 +7,9 @@
 //!
 //! - it runs only inside wasmtime, with WASI that has no files, environment, arguments, sockets or name
 //!   lookups; its only ways out are the `kuberay:plugin` imports;
-//! - every import call is checked against the plugin's grant (kinds and verbs it asked for, minus Secrets
-//!   unless the operator allows them) and then, in the Kubernetes bridge, against the reconciled object
-//!   (its namespace, its owner references);
+//! - every import call is checked against the plugin's grant (what it asked for intersected with the
+//!   administrator's policy entry for its file, see [`crate::policy`]) and then, in the Kubernetes bridge,
+//!   against the reconciled object (its namespace, its owner references) and the policy's content rules;
 //! - each call gets a fresh Store: nothing survives from one reconcile to the next, so a plugin cannot leak
 //!   data between objects or accumulate state;
 //! - a call is bounded in memory (a cap on linear memory and tables) and in time (epoch interruption yields
@@ -24,7 +24,6 @@ pub mod bindings;
 pub mod call;
 pub mod compile_cache;
 mod engine;
-pub mod grant;
 pub mod host_api;
 mod host_api_denied;
 mod limits;
@@ -34,6 +33,5 @@ mod stdio;
 
 pub use call::{CallFailure, CallLimits, Export};
 pub use engine::{EPOCH_TICK, EngineConfig, EpochTicker, engine};
-pub use grant::{Grant, GrantPolicy};
 pub use plugin::LoadedPlugin;
 pub use registry::{PluginSlot, Sandbox, SandboxConfig};

@@ -1,5 +1,5 @@
 //! A loaded plugin: its compiled component with imports resolved (instantiated afresh for every call), its
-//! metadata, and the grant computed from what it asked for.
+//! metadata, and its grant: what it asked for intersected with the administrator's policy entry for its file.
 
 use std::{path::Path, sync::Arc};
 
@@ -10,10 +10,12 @@ use super::{
     bindings::{ReconcilePlugin, ReconcilePluginPre, wit_reconciler, wit_types},
     call::{self, CallContext, CallLimits, CallState},
     compile_cache::{CompileCache, Source, sha256_hex},
-    grant::{Grant, GrantPolicy},
     host_api::HostApi,
 };
-use crate::metrics::Metrics;
+use crate::{
+    metrics::Metrics,
+    policy::{Grant, LoadRefusal, Policy, grant_for},
+};
 
 /// Major and minor version of the WIT package this host implements (`wit/plugin.wit`).
 pub const WIT_VERSION: (u64, u64) = (0, 1);
@@ -30,6 +32,8 @@ pub enum LoadError {
     Metadata(String),
     #[error("invalid metadata: {0}")]
     InvalidMetadata(String),
+    #[error("refused by the policy: {0}")]
+    Refused(LoadRefusal),
 }
 
 /// A plugin ready to be called.
@@ -50,10 +54,9 @@ impl LoadedPlugin {
     /// The context of one call for the object `object` (`namespace/name`).
     pub fn context(&self, object: String, host: Arc<dyn HostApi>, metrics: Metrics) -> CallContext {
         CallContext {
-            plugin: self.metadata.name.as_str().into(),
+            plugin: self.grant.entry.as_str().into(),
             primary_kind: self.metadata.reconciles.clone(),
             grant: self.grant.clone(),
-            uses_ray_head: self.metadata.uses_ray_head,
             object,
             host,
             metrics,
@@ -75,7 +78,7 @@ pub async fn load(
     engine: &Engine,
     linker: &Linker<CallState>,
     cache: &Arc<CompileCache>,
-    policy: &GrantPolicy,
+    policy: &Policy,
     path: &Path,
     limits: CallLimits,
     metrics: &Metrics,
@@ -103,7 +106,6 @@ pub async fn load(
         plugin: path.display().to_string().into(),
         primary_kind: Kind::new("", "", ""),
         grant: Arc::new(Grant::default()),
-        uses_ray_head: false,
         object: "(metadata)".into(),
         host: Arc::new(super::host_api_denied::DeniedHost),
         metrics: metrics.clone(),
@@ -113,7 +115,8 @@ pub async fn load(
         .await
         .map_err(|e| LoadError::Metadata(e.to_string()))?;
     let metadata = convert_metadata(raw)?;
-    let grant = Arc::new(Grant::new(&metadata.name, &metadata.capabilities, policy));
+    let file = path.file_name().map(|f| f.to_string_lossy()).unwrap_or_default();
+    let grant = Arc::new(grant_for(policy, &file, &digest, &metadata).map_err(LoadError::Refused)?);
     Ok(LoadedPlugin {
         metadata,
         digest,

@@ -17,17 +17,20 @@ use super::{
     call::{self, CallContext, CallFailure, CallLimits, CallState, Export},
     compile_cache::CompileCache,
     engine::{EngineConfig, EpochTicker, engine},
-    grant::GrantPolicy,
     host_api::HostApi,
     plugin::{self, LoadError, LoadedPlugin},
 };
-use crate::metrics::{CallLabels, LoadLabels, Metrics};
+use crate::{
+    metrics::{CallLabels, LoadLabels, Metrics},
+    policy::{LoadRefusal, Policy},
+};
 
 #[derive(Debug, Clone)]
 pub struct SandboxConfig {
     pub cache_dir: Option<PathBuf>,
     pub limits: CallLimits,
-    pub policy: GrantPolicy,
+    /// The administrator's policy: which plugin files may load and what each is granted.
+    pub policy: Arc<Policy>,
     /// Calls that may run at once; the instance pool is sized from it.
     pub max_concurrent_calls: u32,
 }
@@ -149,7 +152,11 @@ impl Sandbox {
                 continue;
             }
             let previous_kind = self.lock_files().get(&path).and_then(|f| f.kind.clone());
-            match self.load_file(&path).await {
+            let loaded = match self.load_file(&path).await {
+                Ok(plugin) => self.refuse_escalation(plugin, previous_kind.as_ref()),
+                Err(e) => Err(e),
+            };
+            match loaded {
                 Ok(plugin) => {
                     let kind = plugin.metadata.reconciles.clone();
                     if let Some(conflict) = self.conflicting_file(&kind, &path) {
@@ -158,6 +165,7 @@ impl Sandbox {
                             conflict.display()
                         );
                         tracing::error!(path = %path.display(), "plugin not loaded: {reason}");
+                        self.metrics.plugin_refused(&plugin.grant.entry, "kind-clash");
                         report.failed.push((path.clone(), reason));
                         self.lock_files().insert(
                             path,
@@ -193,6 +201,9 @@ impl Sandbox {
                     );
                 }
                 Err(e) => {
+                    if let LoadError::Refused(refusal) = &e {
+                        self.metrics.plugin_refused(&refusal.entry, refusal.reason);
+                    }
                     let reason = e.to_string();
                     match &previous_kind {
                         Some(kind) => tracing::error!(
@@ -218,9 +229,30 @@ impl Sandbox {
         Ok(report)
     }
 
+    /// Refuses an update that holds more than the version running for the same kind.
+    fn refuse_escalation(
+        &self,
+        plugin: LoadedPlugin,
+        previous: Option<&Kind>,
+    ) -> Result<LoadedPlugin, LoadError> {
+        let Some(PluginSlot::Ready(running)) = previous.and_then(|kind| self.plugin_for(kind)) else {
+            return Ok(plugin);
+        };
+        match plugin.grant.exceeds(&running.grant) {
+            None => Ok(plugin),
+            Some(more) => Err(LoadError::Refused(LoadRefusal {
+                entry: plugin.grant.entry.clone(),
+                reason: "escalation",
+                message: format!(
+                    "the update asks for {more}, which the running version was not granted (restart the operator to grant it)"
+                ),
+            })),
+        }
+    }
+
     fn register(&self, path: &Path, plugin: LoadedPlugin, report: &mut ScanReport) {
         let kind = plugin.metadata.reconciles.clone();
-        let name = plugin.metadata.name.clone();
+        let name = plugin.grant.entry.clone();
         self.metrics
             .plugin_loads
             .get_or_create(&LoadLabels {
@@ -326,7 +358,7 @@ impl Sandbox {
         self.metrics
             .plugin_call_duration
             .get_or_create(&CallLabels {
-                plugin: plugin.metadata.name.clone(),
+                plugin: plugin.grant.entry.clone(),
                 export: export.name().into(),
             })
             .observe(started.elapsed().as_secs_f64());

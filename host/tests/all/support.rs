@@ -14,7 +14,7 @@ use kube::{
     discovery::ApiResource,
 };
 use kuberay_testenv::{HeadMode, TestEnv, TestNamespace};
-use kuberay_wasm::{OperatorConfig, metrics::Metrics};
+use kuberay_wasm::{OperatorConfig, metrics::Metrics, policy::Policy};
 use serde_json::Value;
 use tokio::{sync::oneshot, task::JoinHandle};
 
@@ -64,6 +64,32 @@ pub struct OperatorOptions {
     pub kubeconfig: Option<PathBuf>,
     /// Reach Ray heads through the API server's proxy subresources.
     pub use_kubernetes_proxy: bool,
+    /// The policy; by default the built-in one plus an entry for the chaos plugin ([`test_policy`]).
+    pub policy: Option<Policy>,
+}
+
+/// The chaos plugin's entry in the tests' default policy: what it needs for its behaviours, no Secrets.
+pub const CHAOS_ENTRY: &str = "
+- name: chaos
+  file: chaos.wasm
+  reconciles: testing.kuberay-wasm.io/v1/Chaos
+  owns: [v1/ConfigMap]
+  verbs:
+    testing.kuberay-wasm.io/v1/Chaos: [get, apply-status, record-event]
+    v1/ConfigMap: [get, list, create, apply, delete]
+    ray.io/v1/RayCluster: [get, apply]
+  rayHeads: true
+";
+
+/// The built-in policy with `extra` (YAML list items) appended to its plugins.
+pub fn policy_with(extra: &str) -> Policy {
+    let builtin = include_str!("../../deploy/policy.yaml");
+    Policy::parse(&format!("{builtin}{extra}")).expect("the test policy parses")
+}
+
+/// The built-in policy plus the chaos plugin's entry.
+pub fn test_policy() -> Policy {
+    policy_with(CHAOS_ENTRY)
 }
 
 impl Default for OperatorOptions {
@@ -76,6 +102,7 @@ impl Default for OperatorOptions {
             cache_dir: None,
             kubeconfig: None,
             use_kubernetes_proxy: false,
+            policy: None,
         }
     }
 }
@@ -101,11 +128,27 @@ pub fn plugins_dir_with(plugins: &[&str]) -> PathBuf {
     dir
 }
 
-/// Copies a plugin component into `dir` under its file name.
+/// Copies a plugin component into `dir` under the file name the policy knows it by (`raycluster.wasm`,
+/// `rayjob.wasm`, `chaos.wasm`, as `make plugins` installs them).
 pub fn install_plugin(dir: &Path, plugin: &str) -> PathBuf {
     let source = Path::new(plugin);
-    let target = dir.join(source.file_name().expect("plugin path has a file name"));
-    std::fs::copy(source, &target).expect("copying a plugin component");
+    let file = source
+        .file_name()
+        .expect("plugin path has a file name")
+        .to_string_lossy();
+    let file = file
+        .trim_start_matches("kuberay_plugin_")
+        .trim_start_matches("kuberay_test_plugin_");
+    install_plugin_as(dir, plugin, file)
+}
+
+/// Copies a plugin component into `dir` as `file`.
+pub fn install_plugin_as(dir: &Path, plugin: &str, file: &str) -> PathBuf {
+    let target = dir.join(file);
+    // Written aside and renamed, so that a reloading operator never reads a half-copied file.
+    let partial = dir.join(format!(".{file}.partial"));
+    std::fs::copy(plugin, &partial).expect("copying a plugin component");
+    std::fs::rename(&partial, &target).expect("installing a plugin component");
     target
 }
 
@@ -133,7 +176,8 @@ pub async fn start_operator(env: &TestEnv, ns: &TestNamespace, options: Operator
         .with_reload_interval(options.reload)
         .with_cache_dir(&cache_dir)
         .with_addrs(metrics_addr, health_addr)
-        .with_kubernetes_proxy(options.use_kubernetes_proxy);
+        .with_kubernetes_proxy(options.use_kubernetes_proxy)
+        .with_policy(options.policy.unwrap_or_else(test_policy));
     config.instance = Some(format!("test-{}", ns.name()));
     let metrics = Metrics::new();
     let (stop, stopped) = oneshot::channel::<()>();

@@ -8,3 +8,9 @@ pub const RAYJOB: &str = env!("KUBERAY_PLUGIN_RAYJOB");
 
 /// The misbehaving test plugin (`tests/plugins/chaos`).
 pub const CHAOS: &str = env!("KUBERAY_PLUGIN_CHAOS");
+
+/// The chaos plugin built with `greedy`: it asks for more Pod verbs (a reload asking for more).
+pub const CHAOS_GREEDY: &str = env!("KUBERAY_PLUGIN_CHAOS_GREEDY");
+
+/// The chaos plugin built with `reconcile-secrets`: it calls itself `chaos-secrets` and reconciles `v1/Secret`.
+pub const CHAOS_SECRETS: &str = env!("KUBERAY_PLUGIN_CHAOS_SECRETS");

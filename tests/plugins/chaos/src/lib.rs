@@ -12,10 +12,15 @@
 //! - `garbage`: hands the host a create call that is not JSON;
 //! - `print`: writes lines to stdout and stderr;
 //! - `requeue-max`: succeeds but asks to be requeued after the longest duration there is;
+//! - `create` / `apply`: creates or applies `spec.object` as given (a privileged Pod, a hostPath volume, a
+//!   Secret volume it was not granted, a service-account-token Secret, an ExternalName Service, ...);
 //! - `ray`: applies the RayCluster `<name>-ray` from `spec.cluster` (a RayCluster spec) unless `spec.target`
 //!   names another cluster, then sends `GET spec.path` (default `/api/gcs_healthz`) to its head (`spec.role`:
 //!   `dashboard` (default), `serve` or `dashboard-agent`; `spec.via`: `cluster` (default) or `head-pod`) and
 //!   reports the answer's status code and body in `status.status` and `status.observed`.
+//!
+//! Built with the feature `greedy`, its metadata also asks for `list` and `delete` on Pods (a reload that
+//! asks for more); with `reconcile-secrets`, it calls itself `chaos-secrets` and asks to reconcile `v1/Secret`.
 
 use kuberay_plugin_sdk::{
     Capability, Host, HostError, Kind, Outcome, Plugin, PluginMetadata, PortRole, RayRequest, RayTarget,
@@ -44,12 +49,26 @@ fn str_at<'a>(object: &'a Value, pointer: &str) -> &'a str {
         .unwrap_or_default()
 }
 
+/// The Pod verbs it asks for (more when built `greedy`).
+fn pod_verbs() -> &'static [Verb] {
+    if cfg!(feature = "greedy") {
+        &[Verb::Create, Verb::List, Verb::Delete]
+    } else {
+        &[Verb::Create]
+    }
+}
+
 impl Plugin for Chaos {
     fn metadata() -> PluginMetadata {
+        let (name, reconciles) = if cfg!(feature = "reconcile-secrets") {
+            ("chaos-secrets", Kind::new("", "v1", "Secret"))
+        } else {
+            ("chaos", chaos_kind())
+        };
         PluginMetadata {
-            name: "chaos".into(),
+            name: name.into(),
             version: "0.1.0".into(),
-            reconciles: chaos_kind(),
+            reconciles,
             owns: vec![config_maps()],
             capabilities: vec![
                 Capability::new(chaos_kind(), &[Verb::Get, Verb::ApplyStatus, Verb::RecordEvent]),
@@ -57,8 +76,14 @@ impl Plugin for Chaos {
                     config_maps(),
                     &[Verb::Get, Verb::List, Verb::Create, Verb::Apply, Verb::Delete],
                 ),
-                Capability::new(Kind::new("", "v1", "Secret"), &[Verb::Get]),
+                Capability::new(Kind::new("", "v1", "Secret"), &[Verb::Get, Verb::Create]),
                 Capability::new(ray_clusters(), &[Verb::Get, Verb::Apply]),
+                Capability::new(Kind::new("", "v1", "Pod"), pod_verbs()),
+                Capability::new(Kind::new("", "v1", "Service"), &[Verb::Apply]),
+                Capability::new(
+                    Kind::new("rbac.authorization.k8s.io", "v1", "RoleBinding"),
+                    &[Verb::Apply],
+                ),
             ],
             finalizer: None,
             uses_ray_head: true,
@@ -121,6 +146,14 @@ impl Plugin for Chaos {
                 Ok(Outcome::done())
             }
             "ray" => ray(host, object, name),
+            "create" => {
+                host.create(object.pointer("/spec/object").unwrap_or(&Value::Null))?;
+                Ok(Outcome::done())
+            }
+            "apply" => {
+                host.apply(object.pointer("/spec/object").unwrap_or(&Value::Null))?;
+                Ok(Outcome::done())
+            }
             "requeue-max" => {
                 host.apply_status(&json!({"observed": "requeue-max"}))?;
                 Ok(Outcome::requeue_after(std::time::Duration::MAX))

@@ -1,0 +1,446 @@
+//! The policy file (`--policy PATH`, else the built-in `host/deploy/policy.yaml`): parsed, checked and turned
+//! into [`Policy`]. Any error is fatal at start-up: an operator must not run with a policy it misread.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use kuberay_plugin_sdk::{Kind, Verb};
+use serde::Deserialize;
+
+/// The policy shipped for this repository's plugins, used when `--policy` is not given.
+pub(crate) const BUILTIN: &str = include_str!("../../deploy/policy.yaml");
+
+/// Why a policy file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    #[error("reading the policy file {path}: {source}")]
+    Read { path: String, source: std::io::Error },
+    #[error("the policy file is not valid YAML for a policy: {0}")]
+    Syntax(String),
+    #[error("the policy is invalid: {0}")]
+    Invalid(String),
+}
+
+/// A Pod Security Standards profile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Profile {
+    /// No check.
+    Privileged,
+    /// No privileged containers, host namespaces, hostPath, host ports or added capabilities.
+    Baseline,
+    /// Baseline, and non-root, no privilege escalation, capabilities dropped, a seccomp profile.
+    Restricted,
+}
+
+/// Which Secrets a plugin may touch, beyond none.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SecretAccess {
+    /// Secrets the reconciled object controls (owner reference with `controller: true` and its uid), or
+    /// that an object it controls controls (a RayJob's RayCluster's token Secret).
+    #[serde(default)]
+    pub owned: bool,
+    /// Secrets the reconciled object's spec names (`secretName`, `secretKeyRef`, `secretRef`, ...).
+    #[serde(default)]
+    pub named_in_spec: bool,
+}
+
+impl SecretAccess {
+    /// Whether any Secret at all may be touched.
+    pub fn any(self) -> bool {
+        self.owned || self.named_in_spec
+    }
+}
+
+/// What a granted object may contain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContentRules {
+    pub pod_security: Profile,
+    /// Capabilities containers may add beyond the profile's.
+    pub extra_capabilities: BTreeSet<String>,
+    /// Service types a plugin may create (`spec.type`; absent is ClusterIP).
+    pub service_types: BTreeSet<String>,
+    /// ServiceAccounts Pods may run as besides `default`, those the reconciled object controls and those
+    /// its spec names.
+    pub service_accounts: BTreeSet<String>,
+    pub secrets: SecretAccess,
+}
+
+impl Default for ContentRules {
+    fn default() -> Self {
+        Self {
+            pod_security: Profile::Baseline,
+            extra_capabilities: BTreeSet::new(),
+            service_types: ["ClusterIP", "NodePort", "LoadBalancer"].map(String::from).into(),
+            service_accounts: BTreeSet::new(),
+            secrets: SecretAccess::default(),
+        }
+    }
+}
+
+/// One plugin the administrator allows.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// The administrator's name for it: the plugin must call itself this, and metrics use it.
+    pub name: String,
+    /// Its file name in the plugin directory.
+    pub file: String,
+    /// Optional pin: the SHA-256 (hex) of the component file.
+    pub sha256: Option<String>,
+    pub reconciles: Kind,
+    pub owns: BTreeSet<Kind>,
+    pub verbs: BTreeMap<Kind, BTreeSet<Verb>>,
+    pub ray_heads: bool,
+    pub rules: ContentRules,
+}
+
+/// The administrator's policy: which plugins run and what each may do.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    entries: Vec<Entry>,
+    named_kinds: BTreeSet<Kind>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct PolicyFile {
+    #[serde(default)]
+    defaults: RulesFile,
+    #[serde(default)]
+    plugins: Vec<EntryFile>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RulesFile {
+    pod_security: Option<Profile>,
+    extra_capabilities: Option<Vec<String>>,
+    service_types: Option<Vec<String>>,
+    service_accounts: Option<Vec<String>>,
+    secrets: Option<SecretAccess>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct EntryFile {
+    name: String,
+    file: String,
+    #[serde(default)]
+    sha256: Option<String>,
+    reconciles: String,
+    #[serde(default)]
+    owns: Vec<String>,
+    #[serde(default)]
+    verbs: BTreeMap<String, Vec<String>>,
+    #[serde(default)]
+    ray_heads: bool,
+    pod_security: Option<Profile>,
+    extra_capabilities: Option<Vec<String>>,
+    service_types: Option<Vec<String>>,
+    service_accounts: Option<Vec<String>>,
+    secrets: Option<SecretAccess>,
+}
+
+const SERVICE_TYPES: [&str; 4] = ["ClusterIP", "NodePort", "LoadBalancer", "ExternalName"];
+
+/// Whether a plugin may never reconcile `kind`: built-in Kubernetes kinds (the core group, `*.k8s.io`,
+/// apps, batch, autoscaling, policy) would hand it every Secret, ServiceAccount, Role or workload of a
+/// namespace as input. Plugins reconcile custom resources.
+pub fn is_sensitive_reconciled_kind(kind: &Kind) -> bool {
+    let group = kind.group.as_str();
+    group.is_empty()
+        || group == "k8s.io"
+        || group.ends_with(".k8s.io")
+        || ["apps", "batch", "autoscaling", "policy"].contains(&group)
+}
+
+/// Parses `group/version/Kind` or `version/Kind` (the core group), as kinds are printed.
+pub fn parse_kind(text: &str) -> Result<Kind, PolicyError> {
+    let invalid = || PolicyError::Invalid(format!("{text:?} is not a kind (group/version/Kind or v1/Kind)"));
+    let (api_version, kind) = text.rsplit_once('/').ok_or_else(invalid)?;
+    let kind = Kind::from_api_version(api_version, kind);
+    let ok = |s: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-')
+    };
+    if !ok(&kind.version) || !ok(&kind.kind) || (!kind.group.is_empty() && !ok(&kind.group)) {
+        return Err(invalid());
+    }
+    Ok(kind)
+}
+
+/// Parses a verb as plugins' capabilities name them (`get`, `apply-status`, ...).
+pub fn parse_verb(text: &str) -> Result<Verb, PolicyError> {
+    Verb::ALL
+        .into_iter()
+        .find(|v| verb_name(*v) == text)
+        .ok_or_else(|| PolicyError::Invalid(format!("unknown verb {text:?}")))
+}
+
+/// The name of a verb in policies and metrics.
+pub fn verb_name(verb: Verb) -> &'static str {
+    match verb {
+        Verb::Get => "get",
+        Verb::List => "list",
+        Verb::Create => "create",
+        Verb::Apply => "apply",
+        Verb::ApplyStatus => "apply-status",
+        Verb::Delete => "delete",
+        Verb::Finalize => "finalize",
+        Verb::RecordEvent => "record-event",
+    }
+}
+
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 63
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
+fn rules(defaults: &ContentRules, file: RulesFile) -> Result<ContentRules, PolicyError> {
+    let set = |v: Option<Vec<String>>, d: &BTreeSet<String>| {
+        v.map_or_else(|| d.clone(), |v| v.into_iter().collect())
+    };
+    let rules = ContentRules {
+        pod_security: file.pod_security.unwrap_or(defaults.pod_security),
+        extra_capabilities: set(file.extra_capabilities, &defaults.extra_capabilities),
+        service_types: set(file.service_types, &defaults.service_types),
+        service_accounts: set(file.service_accounts, &defaults.service_accounts),
+        secrets: file.secrets.unwrap_or(defaults.secrets),
+    };
+    if let Some(bad) = rules
+        .service_types
+        .iter()
+        .find(|t| !SERVICE_TYPES.contains(&t.as_str()))
+    {
+        return Err(PolicyError::Invalid(format!("unknown service type {bad:?}")));
+    }
+    Ok(rules)
+}
+
+fn entry(defaults: &ContentRules, e: EntryFile) -> Result<Entry, PolicyError> {
+    let invalid = |m: String| Err(PolicyError::Invalid(format!("plugin {:?}: {m}", e.name)));
+    if !valid_name(&e.name) {
+        return invalid("the name must be 1-63 lowercase letters, digits or '-'".into());
+    }
+    if e.file.is_empty() || e.file.contains('/') || !e.file.ends_with(".wasm") {
+        return invalid(format!(
+            "file {:?} must be a *.wasm file name in the plugin directory",
+            e.file
+        ));
+    }
+    let sha256 = e
+        .sha256
+        .as_deref()
+        .map(|s| s.trim_start_matches("sha256:").to_ascii_lowercase());
+    if sha256
+        .as_ref()
+        .is_some_and(|s| s.len() != 64 || !s.chars().all(|c| c.is_ascii_hexdigit()))
+    {
+        return invalid("sha256 must be 64 hexadecimal digits".into());
+    }
+    let reconciles = parse_kind(&e.reconciles)?;
+    if is_sensitive_reconciled_kind(&reconciles) {
+        return invalid(format!(
+            "{reconciles} is a built-in kind; plugins may only reconcile custom resources"
+        ));
+    }
+    let owns = e.owns.iter().map(|k| parse_kind(k)).collect::<Result<_, _>>()?;
+    let mut verbs = BTreeMap::new();
+    for (kind, names) in &e.verbs {
+        let names = names
+            .iter()
+            .map(|v| parse_verb(v))
+            .collect::<Result<BTreeSet<_>, _>>()?;
+        verbs.insert(parse_kind(kind)?, names);
+    }
+    let rules = rules(
+        defaults,
+        RulesFile {
+            pod_security: e.pod_security,
+            extra_capabilities: e.extra_capabilities,
+            service_types: e.service_types,
+            service_accounts: e.service_accounts,
+            secrets: e.secrets,
+        },
+    )?;
+    Ok(Entry {
+        name: e.name,
+        file: e.file,
+        sha256,
+        reconciles,
+        owns,
+        verbs,
+        ray_heads: e.ray_heads,
+        rules,
+    })
+}
+
+impl Policy {
+    /// Parses and checks a policy.
+    pub fn parse(text: &str) -> Result<Self, PolicyError> {
+        let file: PolicyFile = serde_yaml::from_str(text).map_err(|e| PolicyError::Syntax(e.to_string()))?;
+        let defaults = rules(&ContentRules::default(), file.defaults)?;
+        let entries = file
+            .plugins
+            .into_iter()
+            .map(|e| entry(&defaults, e))
+            .collect::<Result<Vec<_>, _>>()?;
+        for (i, a) in entries.iter().enumerate() {
+            for b in &entries[..i] {
+                let clash = if a.name == b.name {
+                    Some("the same name")
+                } else if a.file == b.file {
+                    Some("the same file")
+                } else if a.reconciles == b.reconciles {
+                    Some("the same reconciled kind")
+                } else {
+                    None
+                };
+                if let Some(what) = clash {
+                    return Err(PolicyError::Invalid(format!(
+                        "plugins {:?} and {:?} have {what}",
+                        b.name, a.name
+                    )));
+                }
+            }
+        }
+        let named_kinds = entries
+            .iter()
+            .flat_map(|e| {
+                std::iter::once(e.reconciles.clone())
+                    .chain(e.owns.iter().cloned())
+                    .chain(e.verbs.keys().cloned())
+            })
+            .collect();
+        Ok(Self { entries, named_kinds })
+    }
+
+    /// Reads and parses the policy at `path`.
+    pub fn read(path: &std::path::Path) -> Result<Self, PolicyError> {
+        let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Self::parse(&text)
+    }
+
+    /// The built-in policy for this repository's plugins.
+    pub fn builtin() -> Self {
+        match Self::parse(BUILTIN) {
+            Ok(policy) => policy,
+            // The file is compiled in and checked by a unit test; this cannot happen in a tested build.
+            Err(e) => panic!("the built-in policy is invalid: {e}"),
+        }
+    }
+
+    /// The entry for the plugin file named `file`.
+    pub fn entry_for_file(&self, file: &str) -> Option<&Entry> {
+        self.entries.iter().find(|e| e.file == file)
+    }
+
+    /// Every entry.
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    /// Whether the policy names `kind` anywhere (metrics label refusals with such kinds only).
+    pub fn names_kind(&self, kind: &Kind) -> bool {
+        self.named_kinds.contains(kind)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_builtin_policy_parses_and_names_our_plugins() {
+        let policy = Policy::builtin();
+        let raycluster = policy.entry_for_file("raycluster.wasm").unwrap();
+        assert_eq!(raycluster.name, "raycluster");
+        assert!(raycluster.rules.secrets.owned);
+        assert!(policy.entry_for_file("rayjob.wasm").is_some());
+        assert!(policy.entry_for_file("chaos.wasm").is_none());
+        assert!(policy.names_kind(&Kind::new("", "v1", "Pod")));
+    }
+
+    #[test]
+    fn invalid_policies_are_refused_with_a_reason() {
+        let base = "plugins:\n- {name: a, file: a.wasm, reconciles: x.io/v1/A}\n";
+        assert!(Policy::parse(base).is_ok());
+        for (text, needle) in [
+            (
+                "plugins: [{name: a, file: a.wasm, reconciles: v1/Secret}]",
+                "built-in",
+            ),
+            (
+                "plugins: [{name: a, file: a.wasm, reconciles: rbac.authorization.k8s.io/v1/Role}]",
+                "built-in",
+            ),
+            (
+                "plugins: [{name: A, file: a.wasm, reconciles: x.io/v1/A}]",
+                "name",
+            ),
+            (
+                "plugins: [{name: a, file: ../a.wasm, reconciles: x.io/v1/A}]",
+                "file",
+            ),
+            (
+                "plugins: [{name: a, file: a.wasm, sha256: abc, reconciles: x.io/v1/A}]",
+                "sha256",
+            ),
+            ("plugins: [{name: a, file: a.wasm, reconciles: A}]", "kind"),
+            (
+                "plugins: [{name: a, file: a.wasm, reconciles: x.io/v1/A, verbs: {v1/Pod: [steal]}}]",
+                "verb",
+            ),
+            (
+                "plugins: [{name: a, file: a.wasm, reconciles: x.io/v1/A, serviceTypes: [Magic]}]",
+                "service type",
+            ),
+            (
+                "plugins: [{name: a, file: a.wasm, reconciles: x.io/v1/A, podSecurity: lax}]",
+                "YAML",
+            ),
+            (
+                "plugins: [{name: a, file: a.wasm, reconciles: x.io/v1/A, surprise: 1}]",
+                "YAML",
+            ),
+            (
+                "plugins: [{name: a, file: a.wasm, reconciles: x.io/v1/A}, {name: a, file: b.wasm, reconciles: x.io/v1/B}]",
+                "same name",
+            ),
+            (
+                "plugins: [{name: a, file: a.wasm, reconciles: x.io/v1/A}, {name: b, file: b.wasm, reconciles: x.io/v1/A}]",
+                "same reconciled kind",
+            ),
+        ] {
+            let e = Policy::parse(text)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(e.contains(needle), "{text}: {e:?}");
+        }
+    }
+
+    #[test]
+    fn entries_inherit_the_defaults_unless_they_say_otherwise() {
+        let policy = Policy::parse(
+            "defaults: {podSecurity: restricted, serviceTypes: [ClusterIP]}\n\
+             plugins:\n\
+             - {name: a, file: a.wasm, reconciles: x.io/v1/A}\n\
+             - {name: b, file: b.wasm, reconciles: x.io/v1/B, podSecurity: privileged, secrets: {owned: true}}\n",
+        )
+        .unwrap();
+        let (a, b) = (&policy.entries()[0], &policy.entries()[1]);
+        assert_eq!(a.rules.pod_security, Profile::Restricted);
+        assert_eq!(a.rules.service_types, ["ClusterIP".to_string()].into());
+        assert!(!a.rules.secrets.any());
+        assert_eq!(b.rules.pod_security, Profile::Privileged);
+        assert!(b.rules.secrets.owned && !b.rules.secrets.named_in_spec);
+    }
+}
