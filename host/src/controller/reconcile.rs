@@ -96,7 +96,10 @@ async fn reconcile_one(object: &DynamicObject, ctx: &KindContext, namespace: &st
         name: name.to_string(),
         uid: object.uid().unwrap_or_default(),
     };
-    let host = Arc::new(ObjectHost::new(shared.bridge.clone(), &plugin_name, primary));
+    let host = Arc::new(
+        ObjectHost::new(shared.bridge.clone(), &plugin_name, primary)
+            .with_finalizer(plugin.metadata.finalizer.clone()),
+    );
     let attempt = shared.failures.get(&key);
     let context = shared
         .sandbox
