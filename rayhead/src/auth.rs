@@ -3,11 +3,18 @@
 //! [`ObjectLookup`] (the operator with its own credentials, so plugins never see it; a server acting for a
 //! user with the user's) and sent as `x-ray-authorization`, which Ray accepts and which, unlike
 //! `Authorization`, survives the API server's proxy.
+//!
+//! The Secret must be the cluster's: controlled by it (the one KubeRay or our plugin generates), or, when
+//! `secretName` names the user's own Secret, one no object controls. A Secret another object controls (another
+//! cluster's generated token) is refused, so a cluster cannot borrow another's token.
 
 use kuberay_plugin_sdk::{HostError, Kind};
 use serde_json::Value;
 
-use crate::{HostResult, ObjectLookup};
+use crate::{
+    ObjectLookup,
+    identity::{Failure, controller_uid, require_controlled},
+};
 
 pub(crate) const HEADER: &str = "x-ray-authorization";
 
@@ -16,19 +23,25 @@ pub(crate) async fn header(
     lookup: &impl ObjectLookup,
     namespace: &str,
     cluster: &Value,
-) -> HostResult<Option<String>> {
+) -> Result<Option<String>, Failure> {
     if cluster.pointer("/spec/authOptions/mode").and_then(Value::as_str) != Some("token") {
         return Ok(None);
     }
-    let name = cluster
+    let named = cluster
         .pointer("/spec/authOptions/secretName")
         .and_then(Value::as_str)
+        .filter(|n| !n.is_empty());
+    let name = named
         .or_else(|| cluster.pointer("/metadata/name").and_then(Value::as_str))
         .unwrap_or_default();
     let secret = lookup
         .get(&Kind::new("", "v1", "Secret"), namespace, name)
         .await?
         .ok_or_else(|| HostError::Unavailable(format!("the auth token Secret {name} does not exist yet")))?;
+    let users_own = named.is_some() && controller_uid(&secret).is_none();
+    if !users_own {
+        require_controlled(&secret, cluster, "the auth token Secret")?;
+    }
     let encoded = secret
         .pointer("/data/auth_token")
         .and_then(Value::as_str)

@@ -1,24 +1,30 @@
 //! Resolving a Service to the addresses behind it, from its EndpointSlices: what cluster DNS answers for a
 //! headless Service (KubeRay's head Service is one), without depending on DNS being reachable from the
-//! caller.
+//! caller. Only slices the Service controls count: the `kubernetes.io/service-name` label finds them, but
+//! anyone may set it, so a slice carrying it without the Service's controller reference is passed over.
 
 use std::net::{IpAddr, SocketAddr};
 
 use kuberay_plugin_sdk::{HostError, Kind};
 use serde_json::Value;
 
-use crate::{HostResult, ObjectLookup};
+use crate::{HostResult, ObjectLookup, identity::controlled_by};
 
-/// Ready endpoints first, then the rest (a headless head Service publishes not-ready addresses too).
+/// The endpoints of `service_object` from the slices it controls: ready ones first, then the rest (a headless
+/// head Service publishes not-ready addresses too).
 ///
 /// A refusal to list the EndpointSlices stays a [`HostError::Forbidden`] (the caller's identity may not read
 /// them); any other failure is [`HostError::Unavailable`], as the head cannot be reached yet.
 pub(crate) async fn resolve(
     lookup: &impl ObjectLookup,
     namespace: &str,
-    service: &str,
+    service_object: &Value,
     port_name: &str,
 ) -> HostResult<Vec<SocketAddr>> {
+    let service = service_object
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     let slices = lookup
         .list(
             &Kind::new("discovery.k8s.io", "v1", "EndpointSlice"),
@@ -31,7 +37,7 @@ pub(crate) async fn resolve(
             other => HostError::Unavailable(format!("listing the endpoints of {service}: {other}")),
         })?;
     let (mut ready, mut other) = (Vec::new(), Vec::new());
-    for slice in &slices {
+    for slice in slices.iter().filter(|s| controlled_by(s, service_object)) {
         let Some(port) = slice
             .get("ports")
             .and_then(Value::as_array)

@@ -7,6 +7,11 @@
 //! [`RoutingMode`] says), adds the cluster's auth token, bounds the wait and the answer (16 MiB), and tells a
 //! Kubernetes `Status` from the proxy apart from Ray's answer.
 //!
+//! Which objects speak for a cluster is this crate's business: only those the cluster controls (its head
+//! Service, selecting its own Pods, the EndpointSlices that Service controls, its head Pod, its token Secret
+//! or a user's Secret no object controls). Names in the cluster's spec or status and labels only say where to
+//! look; an object found there that is not the cluster's is refused ([`Sent::refused`]).
+//!
 //! Which cluster a caller may reach is the caller's business: the operator allows a plugin only the RayCluster
 //! it reconciles, owns or selects; a server acting for a user lets the API server decide, reading the
 //! RayCluster with the user's identity. The Kubernetes reads needed on the way (head Service, head Pod,
@@ -16,6 +21,7 @@
 
 mod auth;
 mod endpoints;
+mod identity;
 mod lookup;
 mod options;
 mod path;
@@ -31,6 +37,8 @@ pub use path::{PathError, validate as validate_path};
 pub use route::{RoutingMode, head_service_name};
 pub use send::MAX_RESPONSE;
 use serde_json::Value;
+
+use crate::identity::Failure;
 
 pub(crate) type HostResult<T> = Result<T, HostError>;
 
@@ -58,6 +66,9 @@ pub struct Sent {
     pub route: Option<&'static str>,
     /// The head's answer, whatever its status code, or why there is none.
     pub result: Result<RayResponse, HostError>,
+    /// The request was refused before routing (`result` is then [`HostError::Forbidden`]): a path
+    /// [`validate_path`] refuses, or a head Service, head Pod or token Secret the cluster does not control.
+    pub refused: bool,
 }
 
 impl Sent {
@@ -110,10 +121,20 @@ impl RayHeads {
         cluster: &Value,
         request: &RayRequest,
     ) -> Sent {
-        let refused = |result| Sent { route: None, result };
+        let unsent = |failure: Failure| Sent {
+            route: None,
+            refused: matches!(failure, Failure::Refused(_)),
+            result: Err(failure.into_host_error()),
+        };
         if let Err(e) = validate_path(&request.path) {
-            return refused(Err(HostError::Forbidden(e.to_string())));
+            return unsent(Failure::Refused(e.to_string()));
         }
+        // The token first: a cluster naming a Secret that is not its own is refused whether or not its head
+        // is up yet.
+        let token = match auth::header(lookup, namespace, cluster).await {
+            Ok(token) => token,
+            Err(failure) => return unsent(failure),
+        };
         let route = route::resolve(
             lookup,
             &self.mode,
@@ -125,17 +146,15 @@ impl RayHeads {
         .await;
         let route = match route {
             Ok(route) => route,
-            Err(e) => {
+            Err(Failure::Host(e)) => {
                 tracing::debug!(namespace, cluster = ?cluster.pointer("/metadata/name"), error = %e, "no route to the Ray head");
                 return Sent {
                     route: Some("unresolved"),
                     result: Err(e),
+                    refused: false,
                 };
             }
-        };
-        let token = match auth::header(lookup, namespace, cluster).await {
-            Ok(token) => token,
-            Err(e) => return refused(Err(e)),
+            Err(refusal) => return unsent(refusal),
         };
         let result = send::send(&self.direct, api, &route, request, token.as_deref(), self.timeout).await;
         if let Err(e) = &result {
@@ -144,6 +163,7 @@ impl RayHeads {
         Sent {
             route: Some(route.label()),
             result,
+            refused: false,
         }
     }
 }

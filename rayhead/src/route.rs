@@ -13,7 +13,10 @@ use std::net::SocketAddr;
 use kuberay_plugin_sdk::{HostError, Kind, PortRole, RayTarget};
 use serde_json::Value;
 
-use crate::{HostResult, ObjectLookup};
+use crate::{
+    ObjectLookup,
+    identity::{Failure, controlled_by, require_controlled},
+};
 
 /// How Ray heads are reached.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,10 +78,12 @@ fn unavailable(message: String) -> HostError {
     HostError::Unavailable(message)
 }
 
-/// The head Service of a RayCluster: the one its status names, else KubeRay's default name.
+/// The head Service of a RayCluster as KubeRay names it: `spec.headGroupSpec.headService.metadata.name`, else
+/// `<cluster>-head-svc`. The status is not consulted (it names the same Service for every cluster KubeRay or
+/// our plugin builds); whatever the name, [`RayHeads::send`](crate::RayHeads::send) only uses a Service the
+/// cluster controls.
 pub fn head_service_name(cluster: &Value) -> String {
-    str_at(cluster, "/status/head/serviceName")
-        .or_else(|| str_at(cluster, "/spec/headGroupSpec/headService/metadata/name"))
+    str_at(cluster, "/spec/headGroupSpec/headService/metadata/name")
         .map(str::to_string)
         .unwrap_or_else(|| {
             format!(
@@ -88,6 +93,32 @@ pub fn head_service_name(cluster: &Value) -> String {
         })
 }
 
+/// The cluster's head Service, if it exists: refused unless the cluster controls it and it selects the
+/// cluster's own Pods (`ray.io/cluster=<cluster>`, as KubeRay's selector does).
+async fn head_service(
+    lookup: &impl ObjectLookup,
+    namespace: &str,
+    cluster: &Value,
+) -> Result<(String, Value), Failure> {
+    let cluster_name = str_at(cluster, "/metadata/name").unwrap_or_default();
+    let service_name = head_service_name(cluster);
+    let service = lookup
+        .get(&Kind::new("", "v1", "Service"), namespace, &service_name)
+        .await?
+        .ok_or_else(|| {
+            unavailable(format!(
+                "RayCluster {cluster_name} has no head Service {service_name} yet"
+            ))
+        })?;
+    require_controlled(&service, cluster, "Service")?;
+    if str_at(&service, "/spec/selector/ray.io~1cluster") != Some(cluster_name) {
+        return Err(Failure::Refused(format!(
+            "head Service {service_name} does not select the Pods of RayCluster {cluster_name}"
+        )));
+    }
+    Ok((service_name, service))
+}
+
 pub(crate) async fn resolve(
     lookup: &impl ObjectLookup,
     mode: &RoutingMode,
@@ -95,19 +126,10 @@ pub(crate) async fn resolve(
     cluster: &Value,
     role: PortRole,
     target: RayTarget,
-) -> HostResult<Route> {
-    let cluster_name = str_at(cluster, "/metadata/name").unwrap_or_default();
+) -> Result<Route, Failure> {
     match target {
         RayTarget::Cluster => {
-            let service_name = head_service_name(cluster);
-            let service = lookup
-                .get(&Kind::new("", "v1", "Service"), namespace, &service_name)
-                .await?
-                .ok_or_else(|| {
-                    unavailable(format!(
-                        "RayCluster {cluster_name} has no head Service {service_name} yet"
-                    ))
-                })?;
+            let (service_name, service) = head_service(lookup, namespace, cluster).await?;
             let port_name = role_port_name(role);
             let port = service
                 .pointer("/spec/ports")
@@ -129,8 +151,7 @@ pub(crate) async fn resolve(
                 }),
                 RoutingMode::Direct { cluster_domain } => {
                     let service_port = port.get("port").and_then(Value::as_u64).unwrap_or(0);
-                    let addrs =
-                        super::endpoints::resolve(lookup, namespace, &service_name, port_name).await?;
+                    let addrs = super::endpoints::resolve(lookup, namespace, &service, port_name).await?;
                     Ok(Route::Direct {
                         authority: format!("{service_name}.{namespace}.svc.{cluster_domain}:{service_port}"),
                         addrs,
@@ -173,12 +194,14 @@ pub(crate) async fn resolve(
     }
 }
 
-/// The head Pod: the one the status names if it still exists, else the Pod labelled as the head.
-async fn head_pod(lookup: &impl ObjectLookup, namespace: &str, cluster: &Value) -> HostResult<Value> {
+/// The head Pod: the one the status names, else the Pod labelled as the head; either way one the cluster
+/// controls (a status naming another Pod is refused; labelled Pods it does not control are passed over).
+async fn head_pod(lookup: &impl ObjectLookup, namespace: &str, cluster: &Value) -> Result<Value, Failure> {
     let pods = Kind::new("", "v1", "Pod");
     if let Some(name) = str_at(cluster, "/status/head/podName")
         && let Some(pod) = lookup.get(&pods, namespace, name).await?
     {
+        require_controlled(&pod, cluster, "Pod")?;
         return Ok(pod);
     }
     let cluster_name = str_at(cluster, "/metadata/name").unwrap_or_default();
@@ -187,6 +210,10 @@ async fn head_pod(lookup: &impl ObjectLookup, namespace: &str, cluster: &Value) 
         .list(&pods, namespace, &selector)
         .await?
         .into_iter()
-        .find(|p| p.pointer("/metadata/deletionTimestamp").is_none())
-        .ok_or_else(|| unavailable(format!("RayCluster {cluster_name} has no head Pod yet")))
+        .find(|p| p.pointer("/metadata/deletionTimestamp").is_none() && controlled_by(p, cluster))
+        .ok_or_else(|| {
+            Failure::Host(unavailable(format!(
+                "RayCluster {cluster_name} has no head Pod yet"
+            )))
+        })
 }

@@ -56,10 +56,15 @@ impl ObjectLookup for Objects {
     }
 }
 
+/// A controller owner reference to the object with `uid`.
+fn controlled(uid: &str) -> Value {
+    json!([{"apiVersion": "v1", "kind": "Owner", "name": "owner", "uid": uid, "controller": true}])
+}
+
 fn cluster(auth: bool) -> Value {
     let mut cluster = json!({
         "apiVersion": "ray.io/v1", "kind": "RayCluster",
-        "metadata": {"name": "c", "namespace": "ns"},
+        "metadata": {"name": "c", "namespace": "ns", "uid": "c-uid"},
         "status": {"head": {"podName": "c-head-x"}},
     });
     if auth {
@@ -70,15 +75,17 @@ fn cluster(auth: bool) -> Value {
 
 fn head_service(port: u16) -> Value {
     json!({
-        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "c-head-svc"},
-        "spec": {"ports": [{"name": "dashboard", "port": port}]},
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "c-head-svc", "uid": "svc-uid", "ownerReferences": controlled("c-uid")},
+        "spec": {"ports": [{"name": "dashboard", "port": port}], "selector": {"ray.io/cluster": "c"}},
     })
 }
 
 fn endpoints(port: u16) -> Value {
     json!({
         "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-        "metadata": {"name": "c-head-svc-abcde", "labels": {"kubernetes.io/service-name": "c-head-svc"}},
+        "metadata": {"name": "c-head-svc-abcde", "labels": {"kubernetes.io/service-name": "c-head-svc"},
+                     "ownerReferences": controlled("svc-uid")},
         "ports": [{"name": "dashboard", "port": port}],
         "endpoints": [
             {"addresses": ["127.0.0.2"], "conditions": {"ready": false}},
@@ -90,7 +97,8 @@ fn endpoints(port: u16) -> Value {
 fn head_pod(port: u16) -> Value {
     json!({
         "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": "c-head-x", "labels": {"ray.io/cluster": "c", "ray.io/node-type": "head"}},
+        "metadata": {"name": "c-head-x", "labels": {"ray.io/cluster": "c", "ray.io/node-type": "head"},
+                     "ownerReferences": controlled("c-uid")},
         "spec": {"containers": [{"ports": [{"name": "dashboard", "containerPort": port}]}]},
         "status": {"podIP": "127.0.0.1"},
     })
@@ -98,7 +106,8 @@ fn head_pod(port: u16) -> Value {
 
 fn token_secret() -> Value {
     // "secret-token"
-    json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "c"}, "data": {"auth_token": "c2VjcmV0LXRva2Vu"}})
+    json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "c", "ownerReferences": controlled("c-uid")},
+           "data": {"auth_token": "c2VjcmV0LXRva2Vu"}})
 }
 
 fn request(target: RayTarget, path: &str) -> RayRequest {
@@ -439,4 +448,120 @@ async fn a_forbidden_endpoint_list_stays_forbidden() {
         .await;
     assert_eq!(sent.route, Some("unresolved"));
     assert!(matches!(&sent.result, Err(HostError::Forbidden(m)) if m.contains("endpointslices")));
+}
+
+/// Objects of the victim cluster `v` (uid `v-uid`), whose head listens on `port`.
+fn victim_objects(port: u16) -> Objects {
+    let mut service = head_service(port);
+    service["metadata"] =
+        json!({"name": "v-head-svc", "uid": "v-svc-uid", "ownerReferences": controlled("v-uid")});
+    service["spec"]["selector"] = json!({"ray.io/cluster": "v"});
+    let mut slice = endpoints(port);
+    slice["metadata"] = json!({"name": "v-head-svc-xyz", "labels": {"kubernetes.io/service-name": "v-head-svc"},
+                               "ownerReferences": controlled("v-svc-uid")});
+    let mut pod = head_pod(port);
+    pod["metadata"] = json!({"name": "v-head", "labels": {"ray.io/cluster": "v", "ray.io/node-type": "head"},
+                             "ownerReferences": controlled("v-uid")});
+    let mut secret = token_secret();
+    secret["metadata"] = json!({"name": "v", "ownerReferences": controlled("v-uid")});
+    Objects::default()
+        .with(service)
+        .with(slice)
+        .with(pod)
+        .with(secret)
+}
+
+async fn send_as(objects: &Objects, cluster: &Value, target: RayTarget) -> Sent {
+    direct()
+        .send(
+            objects,
+            &unused_api(),
+            "ns",
+            cluster,
+            &request(target, "/api/version"),
+        )
+        .await
+}
+
+#[tokio::test]
+async fn a_cluster_whose_fields_name_another_clusters_objects_reaches_nothing_of_it() {
+    let victim = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = victim.local_addr().unwrap().port();
+    let refused = |sent: &Sent, needle: &str| {
+        assert!(sent.refused, "{sent:?}");
+        assert_eq!(sent.route, None);
+        assert!(
+            matches!(&sent.result, Err(HostError::Forbidden(m)) if m.contains(needle)),
+            "{sent:?}"
+        );
+    };
+
+    // The spec names the victim's head Service.
+    let mut named = cluster(false);
+    named["spec"] = json!({"headGroupSpec": {"headService": {"metadata": {"name": "v-head-svc"}}}});
+    let sent = send_as(&victim_objects(port), &named, RayTarget::Cluster).await;
+    refused(&sent, "Service v-head-svc is not controlled by RayCluster c");
+
+    // Its own Service, selecting the victim's Pods.
+    let mut selecting = head_service(port);
+    selecting["spec"]["selector"] = json!({"ray.io/cluster": "v"});
+    let objects = victim_objects(port).with(selecting);
+    let sent = send_as(&objects, &cluster(false), RayTarget::Cluster).await;
+    refused(&sent, "does not select the Pods of RayCluster c");
+
+    // A slice that only carries the label of its Service is passed over.
+    let mut forged = endpoints(port);
+    forged["metadata"]["ownerReferences"] = controlled("v-svc-uid");
+    let objects = victim_objects(port).with(head_service(port)).with(forged);
+    let sent = send_as(&objects, &cluster(false), RayTarget::Cluster).await;
+    assert_eq!(sent.route, Some("unresolved"));
+    assert!(matches!(&sent.result, Err(HostError::Unavailable(m)) if m.contains("no endpoints")));
+
+    // The status names the victim's head Pod; a Pod labelled as its head that it does not control.
+    let mut status = cluster(false);
+    status["status"]["head"]["podName"] = json!("v-head");
+    let sent = send_as(&victim_objects(port), &status, RayTarget::HeadPod).await;
+    refused(&sent, "Pod v-head is not controlled by RayCluster c");
+    let mut labelled = head_pod(port);
+    labelled["metadata"]["ownerReferences"] = controlled("v-uid");
+    let objects = victim_objects(port).with(labelled);
+    let mut no_status = cluster(false);
+    no_status["status"] = json!({});
+    let sent = send_as(&objects, &no_status, RayTarget::HeadPod).await;
+    assert!(matches!(&sent.result, Err(HostError::Unavailable(m)) if m.contains("no head Pod")));
+
+    // The victim's generated token; a user's own Secret (no controller) is fine.
+    let mut borrowing = cluster(true);
+    borrowing["spec"]["authOptions"]["secretName"] = json!("v");
+    let objects = victim_objects(port).with(head_pod(port));
+    let sent = send_as(&objects, &borrowing, RayTarget::HeadPod).await;
+    refused(&sent, "the auth token Secret v is not controlled by RayCluster c");
+    let mut own = token_secret();
+    own["metadata"] = json!({"name": "c"});
+    let objects = victim_objects(port).with(head_pod(port)).with(own);
+    let sent = send_as(&objects, &cluster(true), RayTarget::HeadPod).await;
+    refused(&sent, "the auth token Secret c is not controlled");
+
+    // The victim's head saw none of it.
+    let accepted = tokio::time::timeout(Duration::from_millis(200), victim.accept()).await;
+    assert!(accepted.is_err(), "the victim's head was contacted");
+
+    // A user's Secret that no object controls, named by secretName, carries the token to the cluster's own head.
+    let (own_port, served) = one_shot_head("{}").await;
+    let mut users = token_secret();
+    users["metadata"] = json!({"name": "user-token"});
+    let mut with_users = cluster(true);
+    with_users["spec"]["authOptions"]["secretName"] = json!("user-token");
+    let objects = Objects::default().with(head_pod(own_port)).with(users);
+    let sent = send_as(&objects, &with_users, RayTarget::HeadPod).await;
+    assert_eq!(
+        (sent.route, sent.outcome(), sent.refused),
+        (Some("direct-pod"), "ok", false)
+    );
+    assert!(
+        served
+            .await
+            .unwrap()
+            .contains("x-ray-authorization: bearer secret-token")
+    );
 }

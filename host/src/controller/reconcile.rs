@@ -98,7 +98,9 @@ async fn reconcile_one(object: &DynamicObject, ctx: &KindContext, namespace: &st
         uid: object.uid().unwrap_or_default(),
     };
     let host = Arc::new(
-        ObjectHost::new(shared.bridge.clone(), &plugin_name, primary).with_grant(plugin.grant.clone()),
+        ObjectHost::new(shared.bridge.clone(), &plugin_name, primary)
+            .with_grant(plugin.grant.clone())
+            .with_finalizer(plugin.metadata.finalizer.clone()),
     );
     let attempt = shared.failures.get(&key);
     let context = shared

@@ -1,14 +1,18 @@
 //! The Kubernetes bridge: what a plugin's Kubernetes calls do. Reads come from shared watch caches merged
 //! with the plugin's recent writes; writes go to the API server with the plugin's field manager, are skipped
 //! when they would change nothing, and are held to the rules a plugin cannot break: its object's namespace,
-//! a controller owner reference on everything it creates, and deletes only of what its object owns.
+//! a controller owner reference on everything it creates and nothing else tying it to other objects, no
+//! adoption of objects its object does not control, deletes only of what its object owns (`ownership`), and
+//! names that follow Kubernetes' rules before any URL is built from them (`names`).
 
 mod cache;
 mod discovery;
 mod errors;
 mod events;
+pub(crate) mod names;
 pub mod object_host;
 mod overlay;
+mod ownership;
 mod unchanged;
 
 use std::sync::Arc;

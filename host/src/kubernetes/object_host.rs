@@ -15,8 +15,9 @@ use serde_json::{Value, json};
 use super::{
     KubeBridge, Resolved,
     errors::from_kube,
-    field_manager,
+    field_manager, names,
     overlay::Key,
+    ownership::Writer,
     strip_host_condition, to_json,
     unchanged::{intent_hash, is_subset},
 };
@@ -41,6 +42,8 @@ pub struct ObjectHost {
     field_manager: String,
     primary: Primary,
     grant: Arc<Grant>,
+    /// The plugin's declared finalizer, the only one it may set (see `super::ownership`).
+    finalizer: Option<String>,
 }
 
 fn str_at<'a>(object: &'a Value, pointer: &str) -> Option<&'a str> {
@@ -55,6 +58,7 @@ impl ObjectHost {
             field_manager: field_manager(plugin),
             primary,
             grant: Arc::new(Grant::default()),
+            finalizer: None,
         }
     }
 
@@ -65,11 +69,38 @@ impl ObjectHost {
         self
     }
 
+    /// The plugin's declared finalizer.
+    #[must_use]
+    pub fn with_finalizer(mut self, finalizer: Option<String>) -> Self {
+        self.finalizer = finalizer;
+        self
+    }
+
     fn guard(&self) -> guard::Guard<'_> {
         guard::Guard {
             bridge: &self.bridge,
             primary: &self.primary,
             grant: &self.grant,
+        }
+    }
+
+    fn writer(&self) -> Writer<'_> {
+        Writer {
+            uid: &self.primary.uid,
+            reconciles: &self.primary.kind,
+            finalizer: self.finalizer.as_deref(),
+        }
+    }
+
+    /// Refuses a kind or an object name that breaks Kubernetes' naming rules, before any request is built.
+    fn check_names(&self, verb: &str, kind: &Kind, name: Option<&str>) -> HostResult<()> {
+        if let Err(e) = names::kind(kind) {
+            // A malformed kind is not repeated into metric labels.
+            return Err(self.refuse(verb, &Kind::new("", "invalid", "Kind"), e.to_string()));
+        }
+        match name.map(|name| names::object_name(kind, name)) {
+            Some(Err(e)) => Err(self.refuse(verb, kind, e.to_string())),
+            _ => Ok(()),
         }
     }
 
@@ -122,6 +153,9 @@ impl ObjectHost {
             .get_mut("metadata")
             .and_then(Value::as_object_mut)
             .ok_or_else(|| HostError::Invalid("object has no metadata".into()))?;
+        if let Some(named) = meta.get("namespace").and_then(Value::as_str) {
+            names::namespace(named).map_err(|e| refuse(e.to_string()))?;
+        }
         if let Some(other) = meta
             .get("namespace")
             .and_then(Value::as_str)
@@ -132,20 +166,15 @@ impl ObjectHost {
             )));
         }
         meta.insert("namespace".into(), json!(namespace));
+        if let Some(name) = meta.get("name").and_then(Value::as_str) {
+            names::object_name(kind, name).map_err(|e| refuse(e.to_string()))?;
+        }
+        self.writer().check_metadata(kind, meta).map_err(refuse)?;
         let mut references: Vec<Value> = meta
             .get("ownerReferences")
             .and_then(Value::as_array)
             .cloned()
             .unwrap_or_default();
-        if let Some(foreign) = references.iter().find(|r| {
-            r["controller"] == true && r.get("uid").and_then(Value::as_str) != Some(&self.primary.uid)
-        }) {
-            return Err(refuse(format!(
-                "the object names another controller ({} {})",
-                foreign["kind"].as_str().unwrap_or("?"),
-                foreign["name"].as_str().unwrap_or("?")
-            )));
-        }
         references.retain(|r| r.get("uid").and_then(Value::as_str) != Some(&self.primary.uid));
         references.push(owner);
         meta.insert("ownerReferences".into(), Value::Array(references));
@@ -163,6 +192,19 @@ impl ObjectHost {
             })
     }
 
+    /// The live object an apply would write over: the operator's view (cache and recent writes), confirmed
+    /// with the API server when that view has none (a watch may lag behind an object created a moment ago).
+    async fn live(&self, api: &Api<DynamicObject>, kind: &Kind, name: &str) -> HostResult<Option<Value>> {
+        if let Some(current) = self.bridge.read(kind, &self.primary.namespace, name).await? {
+            return Ok(Some(current));
+        }
+        api.get_opt(name)
+            .await
+            .map_err(from_kube)?
+            .map(|o| to_json(&o))
+            .transpose()
+    }
+
     async fn primary_now(&self) -> HostResult<Value> {
         self.bridge
             .read(&self.primary.kind, &self.primary.namespace, &self.primary.name)
@@ -173,6 +215,9 @@ impl ObjectHost {
     }
 
     async fn set_finalizers(&self, finalizer: String, add: bool) -> HostResult<()> {
+        if let Err(message) = self.writer().check_finalizer(&finalizer) {
+            return Err(self.refuse("finalize", &self.primary.kind, message));
+        }
         let current = self.primary_now().await?;
         let mut finalizers: Vec<String> = current
             .pointer("/metadata/finalizers")
@@ -208,8 +253,8 @@ impl ObjectHost {
     /// or the one it selects (`spec.clusterSelector["ray.io/cluster"]`, as a RayJob does).
     async fn may_reach(&self, cluster: &Value) -> HostResult<bool> {
         let name = str_at(cluster, "/metadata/name").unwrap_or_default();
-        let is_primary =
-            self.primary.kind == Kind::new("ray.io", "v1", "RayCluster") && name == self.primary.name;
+        let is_primary = self.primary.kind == Kind::new("ray.io", "v1", "RayCluster")
+            && str_at(cluster, "/metadata/uid") == Some(self.primary.uid.as_str());
         if is_primary || self.owned_by_primary(cluster) {
             return Ok(true);
         }
@@ -239,6 +284,7 @@ fn dynamic(object: Value) -> HostResult<DynamicObject> {
 impl HostApi for ObjectHost {
     fn get(&self, kind: Kind, name: String) -> BoxFuture<'_, HostResult<Option<Value>>> {
         Box::pin(async move {
+            self.check_names("get", &kind, Some(&name))?;
             let mut object = self.bridge.read(&kind, &self.primary.namespace, &name).await?;
             if let Some(secret) = object.as_ref().filter(|_| guard::is_secret(&kind)) {
                 self.guard().check_secret_read(secret).await?;
@@ -252,6 +298,10 @@ impl HostApi for ObjectHost {
 
     fn list(&self, kind: Kind, label_selector: String) -> BoxFuture<'_, HostResult<Vec<Value>>> {
         Box::pin(async move {
+            self.check_names("list", &kind, None)?;
+            if let Err(e) = names::label_selector(&label_selector) {
+                return Err(self.refuse("list", &kind, e.to_string()));
+            }
             let mut items = self
                 .bridge
                 .list(&kind, &self.primary.namespace, &label_selector)
@@ -266,6 +316,7 @@ impl HostApi for ObjectHost {
 
     fn create(&self, kind: Kind, object: Value) -> BoxFuture<'_, HostResult<Value>> {
         Box::pin(async move {
+            self.check_names("create", &kind, None)?;
             let api = self.namespaced("create", &kind).await?;
             let object = self.adopt("create", &kind, object)?;
             self.guard().check_write(&kind, &object).await?;
@@ -287,6 +338,7 @@ impl HostApi for ObjectHost {
 
     fn apply(&self, kind: Kind, object: Value) -> BoxFuture<'_, HostResult<Value>> {
         Box::pin(async move {
+            self.check_names("apply", &kind, None)?;
             let api = self.namespaced("apply", &kind).await?;
             let object = self.adopt("apply", &kind, object)?;
             self.guard().check_write(&kind, &object).await?;
@@ -295,7 +347,10 @@ impl HostApi for ObjectHost {
                 .to_string();
             let key = self.key(&kind, &name);
             let hash = intent_hash(&object);
-            let current = self.bridge.read(&kind, &self.primary.namespace, &name).await?;
+            let current = self.live(&api, &kind, &name).await?;
+            if let Err(message) = self.writer().check_adoption(current.as_ref()) {
+                return Err(self.refuse("apply", &kind, format!("{kind} {name}: {message}")));
+            }
             if let Some(current) = current
                 && self.bridge.applied.same_as_last(&key, "", hash)
                 && is_subset(&object, &current)
@@ -354,6 +409,7 @@ impl HostApi for ObjectHost {
 
     fn delete(&self, kind: Kind, name: String, uid: Option<String>) -> BoxFuture<'_, HostResult<()>> {
         Box::pin(async move {
+            self.check_names("delete", &kind, Some(&name))?;
             let api = self.namespaced("delete", &kind).await?;
             let Some(current) = self.bridge.read(&kind, &self.primary.namespace, &name).await? else {
                 return Ok(());
@@ -405,6 +461,9 @@ impl HostApi for ObjectHost {
 
     fn record_event(&self, event: Event) -> BoxFuture<'_, HostResult<()>> {
         Box::pin(async move {
+            if let Some((kind, name)) = &event.related {
+                self.check_names("record-event", kind, Some(name))?;
+            }
             let secondary = event.related.map(|(kind, name)| ObjectReference {
                 api_version: Some(kind.api_version()),
                 kind: Some(kind.kind),
@@ -434,6 +493,7 @@ impl HostApi for ObjectHost {
     fn ray(&self, request: RayRequest) -> BoxFuture<'_, HostResult<RayResponse>> {
         Box::pin(async move {
             let clusters = Kind::new("ray.io", "v1", "RayCluster");
+            self.check_names("ray-send", &clusters, Some(&request.cluster))?;
             if let Err(e) = kuberay_rayhead::validate_path(&request.path) {
                 return Err(self.refuse("ray-send", &clusters, e.to_string()));
             }
@@ -468,7 +528,12 @@ impl HostApi for ObjectHost {
             if let Some(route) = sent.route {
                 self.bridge.metrics().ray_request(route, sent.outcome());
             }
-            sent.result
+            match sent.result {
+                Err(HostError::Forbidden(message)) if sent.refused => {
+                    Err(self.refuse("ray-send", &clusters, message))
+                }
+                result => result,
+            }
         })
     }
 

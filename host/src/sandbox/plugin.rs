@@ -172,7 +172,7 @@ fn convert_metadata(m: wit_reconciler::PluginMetadata) -> Result<PluginMetadata,
         wit_reconciler::Verb::Finalize => Verb::Finalize,
         wit_reconciler::Verb::RecordEvent => Verb::RecordEvent,
     };
-    Ok(PluginMetadata {
+    let metadata = PluginMetadata {
         name: m.name,
         version: m.version,
         reconciles,
@@ -187,7 +187,15 @@ fn convert_metadata(m: wit_reconciler::PluginMetadata) -> Result<PluginMetadata,
             .collect(),
         finalizer: m.finalizer,
         uses_ray_head: m.uses_ray_head,
-    })
+    };
+    // Kinds end up in API paths: the same rules as at every host call.
+    let kinds = metadata.capabilities.iter().map(|c| &c.kind);
+    for k in kinds.chain(&metadata.owns).chain([&metadata.reconciles]) {
+        if let Err(e) = crate::kubernetes::names::kind(k) {
+            return bad(format!("plugin {}: {e}", metadata.name));
+        }
+    }
+    Ok(metadata)
 }
 
 #[cfg(test)]
@@ -223,6 +231,8 @@ mod tests {
             ("Ray Cluster", "0.1.0", "RayCluster"),
             ("", "0.1.0", "RayCluster"),
             ("raycluster", "0.1.0", ""),
+            ("raycluster", "0.1.0", "RayCluster/proxy"),
+            ("raycluster", "0.1.0", "Ray Cluster"),
         ] {
             assert!(
                 matches!(

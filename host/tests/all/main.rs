@@ -11,6 +11,7 @@
 mod compile_cache;
 mod containment;
 mod endpoints;
+mod identity;
 mod policy;
 mod ray_routing;
 mod raycluster_lifecycle;

@@ -17,10 +17,14 @@
 //! - `ray`: applies the RayCluster `<name>-ray` from `spec.cluster` (a RayCluster spec) unless `spec.target`
 //!   names another cluster, then sends `GET spec.path` (default `/api/gcs_healthz`) to its head (`spec.role`:
 //!   `dashboard` (default), `serve` or `dashboard-agent`; `spec.via`: `cluster` (default) or `head-pod`) and
-//!   reports the answer's status code and body in `status.status` and `status.observed`.
+//!   reports the answer's status code and body in `status.status` and `status.observed` (`spec.method` and
+//!   `spec.body` change the request: `POST` a job submission to a head);
+//! - `adopt`, `foreign-owner`, `foreign-finalizer`, `add-finalizer`, `bad-name`: see [`identity`].
 //!
 //! Built with the feature `greedy`, its metadata also asks for `list` and `delete` on Pods (a reload that
 //! asks for more); with `reconcile-secrets`, it calls itself `chaos-secrets` and asks to reconcile `v1/Secret`.
+
+mod identity;
 
 use kuberay_plugin_sdk::{
     Capability, Host, HostError, Kind, Outcome, Plugin, PluginMetadata, PortRole, RayRequest, RayTarget,
@@ -71,7 +75,10 @@ impl Plugin for Chaos {
             reconciles,
             owns: vec![config_maps()],
             capabilities: vec![
-                Capability::new(chaos_kind(), &[Verb::Get, Verb::ApplyStatus, Verb::RecordEvent]),
+                Capability::new(
+                    chaos_kind(),
+                    &[Verb::Get, Verb::ApplyStatus, Verb::RecordEvent, Verb::Finalize],
+                ),
                 Capability::new(
                     config_maps(),
                     &[Verb::Get, Verb::List, Verb::Create, Verb::Apply, Verb::Delete],
@@ -94,6 +101,11 @@ impl Plugin for Chaos {
         let object = &request.object;
         let name = str_at(object, "/metadata/name");
         let target = str_at(object, "/spec/target");
+        if let Some(result) = identity::run(host, object, str_at(object, "/spec/behaviour")) {
+            result?;
+            host.apply_status(&json!({"observed": "done"}))?;
+            return Ok(Outcome::done());
+        }
         match str_at(object, "/spec/behaviour") {
             "ok" => {
                 let config_map = json!({
@@ -192,14 +204,21 @@ fn ray(host: &impl Host, object: &Value, name: &str) -> Result<Outcome, Reconcil
     } else {
         RayTarget::Cluster
     };
+    let method = match str_at(object, "/spec/method") {
+        "" => "GET",
+        method => method,
+    };
     let request = RayRequest {
         cluster,
         role,
         target,
-        method: "GET".into(),
+        method: method.into(),
         path: path.into(),
-        headers: vec![],
-        body: vec![],
+        headers: match str_at(object, "/spec/body") {
+            "" => vec![],
+            _ => vec![("Content-Type".into(), "application/json".into())],
+        },
+        body: str_at(object, "/spec/body").as_bytes().to_vec(),
     };
     let response = host.ray(&request)?;
     host.apply_status(&json!({
