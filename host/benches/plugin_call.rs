@@ -165,6 +165,7 @@ fn main() {
             limits: CallLimits {
                 timeout: Duration::from_secs(10),
                 memory_bytes: 128 << 20,
+                budget: Default::default(),
             },
             policy: GrantPolicy::default(),
             max_concurrent_calls: 8,

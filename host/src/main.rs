@@ -143,6 +143,7 @@ async fn inspect(plugin: PathBuf, allow_secrets: Vec<String>) -> anyhow::Result<
             limits: CallLimits {
                 timeout: Duration::from_secs(10),
                 memory_bytes: 128 << 20,
+                budget: Default::default(),
             },
             policy: GrantPolicy {
                 secrets_allowed_for: allow_secrets.into_iter().collect(),

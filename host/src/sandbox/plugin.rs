@@ -12,6 +12,7 @@ use super::{
     compile_cache::{CompileCache, Source, sha256_hex},
     grant::{Grant, GrantPolicy},
     host_api::HostApi,
+    log_guard::LogRate,
 };
 use crate::metrics::Metrics;
 
@@ -40,6 +41,8 @@ pub struct LoadedPlugin {
     pub source: Source,
     pub grant: Arc<Grant>,
     pre: ReconcilePluginPre<CallState>,
+    /// The rate limit of its log lines, shared by all its calls.
+    log_rate: Arc<LogRate>,
 }
 
 impl LoadedPlugin {
@@ -57,6 +60,7 @@ impl LoadedPlugin {
             object,
             host,
             metrics,
+            log_rate: self.log_rate.clone(),
         }
     }
 }
@@ -98,6 +102,7 @@ pub async fn load(
         .map_err(|e| LoadError::World(format!("{e:#}")))?;
     let pre = ReconcilePluginPre::new(instance_pre).map_err(|e| LoadError::World(format!("{e:#}")))?;
 
+    let log_rate = Arc::new(LogRate::default());
     // Metadata is asked with no host access at all: a plugin's description may not depend on the cluster.
     let probe = CallContext {
         plugin: path.display().to_string().into(),
@@ -107,8 +112,9 @@ pub async fn load(
         object: "(metadata)".into(),
         host: Arc::new(super::host_api_denied::DeniedHost),
         metrics: metrics.clone(),
+        log_rate: log_rate.clone(),
     };
-    let state = CallState::new(probe, limits.memory_bytes);
+    let state = CallState::new(probe, &limits);
     let raw = call::metadata(engine, &pre, state, limits)
         .await
         .map_err(|e| LoadError::Metadata(e.to_string()))?;
@@ -120,6 +126,7 @@ pub async fn load(
         source,
         grant,
         pre,
+        log_rate,
     })
 }
 

@@ -312,7 +312,7 @@ impl Sandbox {
         attempt: u32,
     ) -> Result<Option<std::time::Duration>, CallFailure> {
         let started = std::time::Instant::now();
-        let state = CallState::new(context, self.config.limits.memory_bytes);
+        let state = CallState::new(context, &self.config.limits);
         let request = super::bindings::wit_reconciler::Request { object, attempt };
         let result = call::call(
             &self.engine,

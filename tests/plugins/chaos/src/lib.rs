@@ -15,13 +15,16 @@
 //! - `ray`: applies the RayCluster `<name>-ray` from `spec.cluster` (a RayCluster spec) unless `spec.target`
 //!   names another cluster, then sends `GET spec.path` (default `/api/gcs_healthz`) to its head (`spec.role`:
 //!   `dashboard` (default), `serve` or `dashboard-agent`; `spec.via`: `cluster` (default) or `head-pod`) and
-//!   reports the answer's status code and body in `status.status` and `status.observed`.
+//!   reports the answer's status code and body in `status.status` and `status.observed`;
+//! - floods of host calls, oversized inputs and forged log lines: see [`flood`].
 
 use kuberay_plugin_sdk::{
     Capability, Host, HostError, Kind, Outcome, Plugin, PluginMetadata, PortRole, RayRequest, RayTarget,
     ReconcileError, Request, Verb,
     serde_json::{Value, json},
 };
+
+mod flood;
 
 pub struct Chaos;
 
@@ -125,6 +128,7 @@ impl Plugin for Chaos {
                 host.apply_status(&json!({"observed": "requeue-max"}))?;
                 Ok(Outcome::requeue_after(std::time::Duration::MAX))
             }
+            other if flood::handles(other) => flood::run(host, other, name),
             other => Err(ReconcileError::InvalidObject(format!(
                 "unknown behaviour {other:?}"
             ))),
