@@ -159,12 +159,14 @@ impl Sandbox {
                         );
                         tracing::error!(path = %path.display(), "plugin not loaded: {reason}");
                         report.failed.push((path.clone(), reason));
+                        // The version already running from this file (if any) keeps running, and must stop
+                        // when the file goes: the file still serves the kind it served.
                         self.lock_files().insert(
                             path,
                             FileState {
                                 modified,
                                 len,
-                                kind: None,
+                                kind: previous_kind,
                             },
                         );
                         continue;
