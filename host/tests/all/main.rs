@@ -11,6 +11,7 @@
 mod compile_cache;
 mod containment;
 mod endpoints;
+mod limits;
 mod ray_routing;
 mod raycluster_lifecycle;
 mod raycluster_samples;

@@ -64,6 +64,8 @@ pub struct OperatorOptions {
     pub kubeconfig: Option<PathBuf>,
     /// Reach Ray heads through the API server's proxy subresources.
     pub use_kubernetes_proxy: bool,
+    /// `--concurrency`, if not the default.
+    pub concurrency: Option<u16>,
 }
 
 impl Default for OperatorOptions {
@@ -76,6 +78,7 @@ impl Default for OperatorOptions {
             cache_dir: None,
             kubeconfig: None,
             use_kubernetes_proxy: false,
+            concurrency: None,
         }
     }
 }
@@ -135,6 +138,9 @@ pub async fn start_operator(env: &TestEnv, ns: &TestNamespace, options: Operator
         .with_addrs(metrics_addr, health_addr)
         .with_kubernetes_proxy(options.use_kubernetes_proxy);
     config.instance = Some(format!("test-{}", ns.name()));
+    if let Some(concurrency) = options.concurrency {
+        config = config.with_concurrency(concurrency);
+    }
     let metrics = Metrics::new();
     let (stop, stopped) = oneshot::channel::<()>();
     let run_metrics = metrics.clone();
