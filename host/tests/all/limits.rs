@@ -170,7 +170,7 @@ async fn a_plugin_whose_reconciles_hang_cannot_take_every_permit() {
                 kuberay_plugin_artifacts::CHAOS,
             ],
             // Every chaos reconcile holds its permit for the whole timeout.
-            timeout: Duration::from_secs(30),
+            timeout: Duration::from_secs(60),
             memory_mib: 64,
             concurrency: Some(2),
             ..OperatorOptions::default()
@@ -184,7 +184,19 @@ async fn a_plugin_whose_reconciles_hang_cannot_take_every_permit() {
     // Let the hanging reconciles take what they can.
     tokio::time::sleep(Duration::from_secs(2)).await;
     apply_manifest(&client, &ns, &sample("ray-cluster.sample.yaml")).await;
-    // With both permits held for 30 s at a time by the chaos plugin, this would take minutes.
+    // With both permits held for 60 s at a time by the chaos plugin, the first reconcile alone would wait
+    // about a minute.
+    let clusters = crate::support::rayclusters(&client, &ns);
+    eventually(
+        "the RayCluster to be reconciled while the chaos plugin hangs",
+        Duration::from_secs(20),
+        || async {
+            let cluster = serde_json::to_value(clusters.get("raycluster-kuberay").await.ok()?).ok()?;
+            let status = cluster.get("status")?.as_object()?;
+            (!status.is_empty()).then_some(())
+        },
+    )
+    .await;
     ready_cluster(&client, &ns, "raycluster-kuberay").await;
     operator.stop().await;
 }
