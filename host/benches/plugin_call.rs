@@ -165,6 +165,7 @@ fn main() {
             limits: CallLimits {
                 timeout: Duration::from_secs(10),
                 memory_bytes: 128 << 20,
+                budget: Default::default(),
             },
             policy: Arc::new(kuberay_wasm::policy::Policy::builtin()),
             max_concurrent_calls: 8,

@@ -152,6 +152,7 @@ async fn inspect(plugin: PathBuf, policy: Option<PathBuf>) -> anyhow::Result<()>
             limits: CallLimits {
                 timeout: Duration::from_secs(10),
                 memory_bytes: 128 << 20,
+                budget: Default::default(),
             },
             policy: std::sync::Arc::new(load_policy(policy.as_deref())?),
             max_concurrent_calls: 4,

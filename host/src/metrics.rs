@@ -61,6 +61,18 @@ pub struct PluginRefusalLabels {
     pub reason: String,
 }
 
+/// A plugin limit that was exceeded (`limit` is one of a fixed set of names, never the plugin's text).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct LimitLabels {
+    pub plugin: String,
+    pub limit: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PluginLabels {
+    pub plugin: String,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct LoadLabels {
     pub plugin: String,
@@ -94,6 +106,8 @@ pub struct Metrics {
     pub plugin_refusals: Family<PluginRefusalLabels, Counter>,
     pub plugins_loaded: Gauge,
     pub ray_requests: Family<RayLabels, Counter>,
+    pub limits_exceeded: Family<LimitLabels, Counter>,
+    pub log_lines_dropped: Family<PluginLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -118,6 +132,8 @@ impl Metrics {
         let plugin_refusals = Family::<PluginRefusalLabels, Counter>::default();
         let plugins_loaded = Gauge::default();
         let ray_requests = Family::<RayLabels, Counter>::default();
+        let limits_exceeded = Family::<LimitLabels, Counter>::default();
+        let log_lines_dropped = Family::<PluginLabels, Counter>::default();
         registry.register(
             "reconciles",
             "Reconciles by kind, plugin and result",
@@ -173,6 +189,16 @@ impl Metrics {
             "HTTP requests to Ray heads, by route and outcome",
             ray_requests.clone(),
         );
+        registry.register(
+            "plugin_limits_exceeded",
+            "Plugin calls that exceeded a limit (host calls, writes, events, list items, input size)",
+            limits_exceeded.clone(),
+        );
+        registry.register(
+            "plugin_log_lines_dropped",
+            "Plugin log and output lines dropped by the per-plugin rate limit",
+            log_lines_dropped.clone(),
+        );
         Self {
             registry: Arc::new(registry),
             reconciles,
@@ -186,6 +212,8 @@ impl Metrics {
             plugin_refusals,
             plugins_loaded,
             ray_requests,
+            limits_exceeded,
+            log_lines_dropped,
         }
     }
 
@@ -235,6 +263,25 @@ impl Metrics {
             .get_or_create(&PluginRefusalLabels {
                 plugin: plugin.into(),
                 reason: reason.into(),
+            })
+            .inc();
+    }
+
+    /// A plugin call that exceeded `limit` (a fixed name from the sandbox's budget).
+    pub fn limit_exceeded(&self, plugin: &str, limit: &'static str) {
+        self.limits_exceeded
+            .get_or_create(&LimitLabels {
+                plugin: plugin.into(),
+                limit: limit.into(),
+            })
+            .inc();
+    }
+
+    /// A plugin log line dropped by the rate limit.
+    pub fn log_dropped(&self, plugin: &str) {
+        self.log_lines_dropped
+            .get_or_create(&PluginLabels {
+                plugin: plugin.into(),
             })
             .inc();
     }

@@ -18,11 +18,11 @@ use kuberay_rayhead::RoutingOptions;
 use tokio::{sync::watch, task::JoinSet};
 
 use crate::{
-    controller::{self, Failures, Shared},
+    controller::{self, Failures, Permits, Shared},
     kubernetes::{KubeBridge, WatchScope},
     metrics::Metrics,
     policy::Policy,
-    sandbox::{CallLimits, Sandbox, SandboxConfig},
+    sandbox::{CallBudget, CallLimits, Sandbox, SandboxConfig},
     server::{self, Health},
 };
 
@@ -35,6 +35,8 @@ pub struct OperatorConfig {
     pub concurrency: u16,
     pub plugin_timeout: Duration,
     pub plugin_memory_bytes: usize,
+    /// Host calls, writes, events and list sizes one plugin call may use.
+    pub plugin_budget: CallBudget,
     /// How often the plugin directory is rescanned; `None` loads it once.
     pub reload_interval: Option<Duration>,
     pub cache_dir: Option<PathBuf>,
@@ -57,6 +59,7 @@ impl OperatorConfig {
             concurrency: 8,
             plugin_timeout: Duration::from_secs(30),
             plugin_memory_bytes: 128 << 20,
+            plugin_budget: CallBudget::default(),
             reload_interval: Some(Duration::from_secs(5)),
             cache_dir: None,
             policy: None,
@@ -91,6 +94,12 @@ impl OperatorConfig {
     pub fn with_limits(mut self, timeout: Duration, memory_bytes: usize) -> Self {
         self.plugin_timeout = timeout;
         self.plugin_memory_bytes = memory_bytes;
+        self
+    }
+
+    #[must_use]
+    pub fn with_call_budget(mut self, budget: CallBudget) -> Self {
+        self.plugin_budget = budget;
         self
     }
 
@@ -186,6 +195,7 @@ pub async fn run_with_metrics(
             limits: CallLimits {
                 timeout: config.plugin_timeout,
                 memory_bytes: config.plugin_memory_bytes,
+                budget: config.plugin_budget,
             },
             policy: config
                 .policy
@@ -212,7 +222,7 @@ pub async fn run_with_metrics(
     let shared = Arc::new(Shared {
         sandbox: sandbox.clone(),
         bridge: bridge.clone(),
-        permits: Arc::new(tokio::sync::Semaphore::new(usize::from(config.concurrency))),
+        permits: Permits::new(usize::from(config.concurrency)),
         failures: Failures::default(),
         metrics: metrics.clone(),
     });

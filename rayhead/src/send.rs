@@ -15,18 +15,37 @@ use crate::{HostResult, route::Route};
 /// Largest answer passed on (16 MiB); a longer one is an [`HostError::Unavailable`].
 pub const MAX_RESPONSE: usize = 16 << 20;
 
-/// Headers a request may not set: the sender owns the connection and the credentials.
-const HOST_OWNED: &[&str] = &[
-    "host",
-    "authorization",
-    "x-ray-authorization",
-    "connection",
-    "transfer-encoding",
-    "content-length",
-    "proxy-authorization",
-    "upgrade",
-    "te",
-];
+/// Methods a request may use (Ray's Jobs and Serve APIs need no others).
+pub const ALLOWED_METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"];
+
+/// Headers a request may set, by allow-list: the sender owns the connection (`Host`, hop-by-hop headers,
+/// lengths) and the credentials (`Authorization`, `X-Ray-Authorization`, cookies), which it adds itself.
+pub const ALLOWED_HEADERS: &[&str] = &["content-type", "accept", "user-agent"];
+
+/// The request's method, if it is an allowed one, after checking that every header it sets is allowed.
+fn checked_method(request: &RayRequest) -> HostResult<Method> {
+    let upper = request.method.to_ascii_uppercase();
+    if !ALLOWED_METHODS.contains(&upper.as_str()) {
+        return Err(HostError::Forbidden(format!(
+            "HTTP method {:?} is not allowed (allowed: {})",
+            request.method.escape_debug().to_string(),
+            ALLOWED_METHODS.join(", ")
+        )));
+    }
+    if let Some((name, _)) = request
+        .headers
+        .iter()
+        .find(|(name, _)| !ALLOWED_HEADERS.contains(&name.to_ascii_lowercase().as_str()))
+    {
+        return Err(HostError::Forbidden(format!(
+            "header {:?} may not be set (allowed: {}; the host adds credentials itself)",
+            name.escape_debug().to_string(),
+            ALLOWED_HEADERS.join(", ")
+        )));
+    }
+    Method::from_bytes(upper.as_bytes())
+        .map_err(|_| HostError::Invalid(format!("invalid HTTP method {:?}", request.method)))
+}
 
 pub(crate) type DirectClient = HttpClient<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>;
 
@@ -46,7 +65,7 @@ fn build(
     let mut builder = Request::builder().method(method.clone()).uri(uri);
     for (name, value) in &request.headers {
         let lower = name.to_ascii_lowercase();
-        if HOST_OWNED.contains(&lower.as_str()) {
+        if !ALLOWED_HEADERS.contains(&lower.as_str()) {
             continue;
         }
         let name =
@@ -115,8 +134,7 @@ pub(crate) async fn send(
     auth: Option<&str>,
     timeout: Duration,
 ) -> HostResult<RayResponse> {
-    let method = Method::from_bytes(request.method.to_ascii_uppercase().as_bytes())
-        .map_err(|_| HostError::Invalid(format!("invalid HTTP method {:?}", request.method)))?;
+    let method = checked_method(request)?;
     let body = Bytes::from(request.body.clone());
     let exchange = async {
         match route {
@@ -191,6 +209,66 @@ async fn send_direct(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn request(method: &str, headers: &[(&str, &str)]) -> RayRequest {
+        RayRequest {
+            cluster: "c".into(),
+            role: kuberay_plugin_sdk::PortRole::Dashboard,
+            target: kuberay_plugin_sdk::RayTarget::Cluster,
+            method: method.into(),
+            path: "/api/jobs/".into(),
+            headers: headers
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            body: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn only_allowed_methods_and_headers_pass() {
+        for method in ["GET", "post", "PUT", "PATCH", "DELETE", "HEAD"] {
+            assert!(checked_method(&request(method, &[])).is_ok(), "{method}");
+        }
+        for method in [
+            "CONNECT",
+            "TRACE",
+            "OPTIONS",
+            "PROPFIND",
+            "GET /x HTTP/1.1\r\nHost: evil",
+            "",
+        ] {
+            assert!(
+                matches!(
+                    checked_method(&request(method, &[])),
+                    Err(HostError::Forbidden(_))
+                ),
+                "{method:?} passed"
+            );
+        }
+        let fine = [("Content-Type", "application/json"), ("accept", "*/*")];
+        assert!(checked_method(&request("POST", &fine)).is_ok());
+        for header in [
+            "Authorization",
+            "x-ray-authorization",
+            "Host",
+            "Cookie",
+            "Connection",
+            "Transfer-Encoding",
+            "Content-Length",
+            "Proxy-Authorization",
+            "Upgrade",
+            "TE",
+            "X-Forwarded-For",
+            "Impersonate-User",
+        ] {
+            let refused = checked_method(&request("GET", &[(header, "x")]));
+            assert!(
+                matches!(&refused, Err(HostError::Forbidden(m)) if m.contains("may not be set")),
+                "{header}: {refused:?}"
+            );
+        }
+    }
 
     #[test]
     fn api_server_statuses_are_told_apart_from_ray_answers() {

@@ -117,10 +117,8 @@ fn request(target: RayTarget, path: &str) -> RayRequest {
         target,
         method: "GET".into(),
         path: path.into(),
-        headers: vec![
-            ("Accept".into(), "application/json".into()),
-            ("Authorization".into(), "Bearer stolen".into()),
-        ],
+        // (A request that sets Authorization itself is refused before sending: see `send.rs`.)
+        headers: vec![("Accept".into(), "application/json".into())],
         body: Vec::new(),
     }
 }
@@ -219,7 +217,6 @@ async fn direct_service_route_goes_to_a_ready_endpoint_with_the_service_name_and
         "{received}"
     );
     assert!(received.contains("accept: application/json\r\n"), "{received}");
-    assert!(!received.contains("stolen"), "{received}");
 }
 
 #[tokio::test]

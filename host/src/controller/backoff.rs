@@ -4,6 +4,10 @@ use std::{collections::HashMap, sync::Mutex, time::Duration};
 
 const FIRST: Duration = Duration::from_secs(1);
 const MAX: Duration = Duration::from_secs(300);
+/// Objects whose failures are remembered at most. An entry goes when its object reconciles or is gone;
+/// past the cap (objects deleted while failing, never seen again), an arbitrary entry is forgotten, which
+/// only restarts that object's backoff.
+const CAP: usize = 50_000;
 
 /// `1s, 2s, 4s, ...` up to five minutes.
 pub fn delay(attempt: u32) -> Duration {
@@ -24,6 +28,12 @@ impl Failures {
     /// Records a failure; returns the number in a row.
     pub fn record(&self, key: &str) -> u32 {
         let mut counts = self.lock();
+        if counts.len() >= CAP && !counts.contains_key(key) {
+            let victim = counts.keys().next().cloned();
+            if let Some(victim) = victim {
+                counts.remove(&victim);
+            }
+        }
         let count = counts.entry(key.to_string()).or_insert(0);
         *count = count.saturating_add(1);
         *count
@@ -31,6 +41,12 @@ impl Failures {
 
     pub fn reset(&self, key: &str) {
         self.lock().remove(key);
+    }
+
+    /// Objects with failures remembered.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.lock().len()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, u32>> {
@@ -56,5 +72,14 @@ mod tests {
         );
         failures.reset("a");
         assert_eq!(failures.get("a"), 0);
+    }
+
+    #[test]
+    fn failures_stay_within_the_cap() {
+        let failures = Failures::default();
+        for i in 0..CAP + 10 {
+            failures.record(&format!("k{i}"));
+        }
+        assert_eq!(failures.len(), CAP);
     }
 }

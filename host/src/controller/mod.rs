@@ -1,9 +1,10 @@
 //! Reconcile queues: one kube-runtime controller per reconciled kind and watched namespace scope, fed by the
 //! shared watch caches. A change of an object's spec, labels, annotations or deletion state, or of anything
-//! it owns, queues it; kube-runtime never runs two reconciles of the same object at once, and a semaphore
-//! bounds how many run across all kinds (`--concurrency`).
+//! it owns, queues it; kube-runtime never runs two reconciles of the same object at once, and the permits
+//! bound how many run across all kinds (`--concurrency`), each plugin getting at most its fair share.
 
 mod backoff;
+mod permits;
 mod reconcile;
 mod report;
 mod triggers;
@@ -13,9 +14,8 @@ use std::{sync::Arc, time::Duration};
 use futures::StreamExt;
 use kube::runtime::{Controller, controller};
 use kuberay_plugin_sdk::Kind;
-use tokio::sync::Semaphore;
 
-pub use self::backoff::Failures;
+pub use self::{backoff::Failures, permits::Permits};
 use crate::{
     kubernetes::{KubeBridge, wait_synced},
     metrics::Metrics,
@@ -26,7 +26,7 @@ use crate::{
 pub struct Shared {
     pub sandbox: Arc<Sandbox>,
     pub bridge: Arc<KubeBridge>,
-    pub permits: Arc<Semaphore>,
+    pub permits: Permits,
     pub failures: Failures,
     pub metrics: Metrics,
 }
@@ -81,6 +81,9 @@ pub async fn run(
         })?;
     let mut owned = Vec::new();
     for child in &owns {
+        if !namespaced_owned_kind(&shared, &kind, child).await? {
+            continue;
+        }
         let child_resolved = shared
             .bridge
             .watch(child)
@@ -114,7 +117,7 @@ pub async fn run(
             }
         }
         wait_synced(&store).await;
-        let primary = triggers::primary_changes(shared.bridge.caches.subscribe(&kind, &scope));
+        let primary = triggers::primary_changes(shared.bridge.caches.subscribe(&kind, &scope), store.clone());
         let mut controller = Controller::for_stream_with(primary, store, resolved.resource.clone());
         for (child, child_resolved) in &owned {
             let changes = triggers::all_changes(shared.bridge.caches.subscribe(child, &scope));
@@ -140,6 +143,25 @@ pub async fn run(
     futures::future::join_all(runs).await;
     tracing::info!(%kind, "controller stopped");
     Ok(())
+}
+
+/// Whether `child`, a kind the plugin of `kind` owns, is namespaced. Objects a plugin creates live in its
+/// object's namespace, so a cluster-scoped owned kind (Nodes, ClusterRoles) is never watched: watching it
+/// would make the operator list the whole cluster's objects of that kind for nothing.
+async fn namespaced_owned_kind(shared: &Shared, kind: &Kind, child: &Kind) -> Result<bool, ControllerError> {
+    let resolved = shared
+        .bridge
+        .discovery
+        .resolve(child)
+        .await
+        .map_err(|e| ControllerError::Resolve {
+            kind: child.clone(),
+            message: e.to_string(),
+        })?;
+    if !resolved.namespaced {
+        tracing::warn!(%kind, owned = %child, "not watching a cluster-scoped owned kind; plugins own only namespaced objects");
+    }
+    Ok(resolved.namespaced)
 }
 
 /// How long to wait before retrying an object that failed `attempt` times in a row.

@@ -40,7 +40,8 @@ pub async fn reconcile(object: Arc<DynamicObject>, ctx: Arc<KindContext>) -> Res
 
 async fn reconcile_one(object: &DynamicObject, ctx: &KindContext, namespace: &str, name: &str) -> Action {
     let shared = &ctx.shared;
-    let Ok(_permit) = shared.permits.acquire().await else {
+    let plugins = shared.sandbox.plugins().len();
+    let Some(_permit) = shared.permits.acquire(&ctx.kind.to_string(), plugins).await else {
         return Action::await_change();
     };
     let started = Instant::now();
@@ -69,7 +70,11 @@ async fn reconcile_one(object: &DynamicObject, ctx: &KindContext, namespace: &st
     // The plugin sees the object with the host's own recent writes (status, finalizers) applied.
     let current = match shared.bridge.read(&ctx.kind, namespace, name).await {
         Ok(Some(current)) => current,
-        Ok(None) => return Action::await_change(),
+        Ok(None) => {
+            // Gone: nothing to remember about it.
+            shared.failures.reset(&key);
+            return Action::await_change();
+        }
         Err(_) => match to_json(object) {
             Ok(value) => value,
             Err(_) => return Action::requeue(backoff::delay(1)),

@@ -9,7 +9,10 @@ use std::{
 };
 
 use futures::{Stream, StreamExt, stream};
-use kube::{api::DynamicObject, runtime::watcher};
+use kube::{
+    api::DynamicObject,
+    runtime::{reflector::Store, watcher},
+};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 type Changes = Result<DynamicObject, watcher::Error>;
@@ -35,12 +38,50 @@ fn fingerprint(object: &DynamicObject) -> u64 {
     hasher.finish()
 }
 
-pub fn primary_changes(rx: UnboundedReceiver<Arc<DynamicObject>>) -> impl Stream<Item = Changes> + Send {
-    let mut seen: HashMap<String, u64> = HashMap::new();
+/// Fingerprints of the objects seen; entries of objects that are gone from the cache are dropped whenever
+/// the map has grown to twice the cache's size (and at least [`PRUNE_FLOOR`] entries).
+struct Seen {
+    prints: HashMap<String, u64>,
+    store: Store<DynamicObject>,
+}
+
+const PRUNE_FLOOR: usize = 1024;
+
+impl Seen {
+    /// Records `object`'s fingerprint; whether it changed.
+    fn changed(&mut self, object: &DynamicObject) -> bool {
+        let uid = object.metadata.uid.clone().unwrap_or_default();
+        let print = fingerprint(object);
+        let changed = self.prints.insert(uid, print) != Some(print);
+        if self.prints.len() > PRUNE_FLOOR.max(2 * self.store.len()) {
+            self.prune();
+        }
+        changed
+    }
+
+    /// Drops the fingerprints of objects the cache no longer has (deleted ones).
+    fn prune(&mut self) {
+        let live: std::collections::HashSet<String> = self
+            .store
+            .state()
+            .iter()
+            .filter_map(|o| o.metadata.uid.clone())
+            .collect();
+        self.prints.retain(|uid, _| live.contains(uid));
+    }
+}
+
+/// Changes of the reconciled kind (whose cache is `store`) that should queue a reconcile.
+pub fn primary_changes(
+    rx: UnboundedReceiver<Arc<DynamicObject>>,
+    store: Store<DynamicObject>,
+) -> impl Stream<Item = Changes> + Send {
+    let mut seen = Seen {
+        prints: HashMap::new(),
+        store,
+    };
     receiver_stream(rx).filter_map(move |o| {
-        let uid = o.metadata.uid.clone().unwrap_or_default();
-        let print = fingerprint(&o);
-        let changed = seen.insert(uid, print) != Some(print);
+        let changed = seen.changed(&o);
         futures::future::ready(changed.then(|| Ok((*o).clone())))
     })
 }

@@ -13,6 +13,8 @@ use kuberay_plugin_sdk::{Kind, selector::Selector};
 use serde_json::Value;
 
 const RETENTION: Duration = Duration::from_secs(60);
+/// Entries kept at most; past this, expired entries are dropped and then the oldest.
+const CAP: usize = 20_000;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Key {
@@ -24,6 +26,14 @@ pub struct Key {
 enum Entry {
     Written { object: Value, at: Instant },
     Deleted { uid: Option<String>, at: Instant },
+}
+
+impl Entry {
+    fn at(&self) -> Instant {
+        match self {
+            Self::Written { at, .. } | Self::Deleted { at, .. } => *at,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -45,7 +55,7 @@ fn uid(object: &Value) -> Option<&str> {
 
 impl Overlay {
     pub fn record_write(&self, key: Key, object: Value) {
-        self.lock().insert(
+        self.insert(
             key,
             Entry::Written {
                 object,
@@ -55,13 +65,36 @@ impl Overlay {
     }
 
     pub fn record_delete(&self, key: Key, uid: Option<String>) {
-        self.lock().insert(
+        self.insert(
             key,
             Entry::Deleted {
                 uid,
                 at: Instant::now(),
             },
         );
+    }
+
+    /// Inserts an entry, keeping the overlay within [`CAP`]: entries of objects that are never read again
+    /// would otherwise stay forever.
+    fn insert(&self, key: Key, entry: Entry) {
+        let mut entries = self.lock();
+        entries.insert(key, entry);
+        if entries.len() <= CAP {
+            return;
+        }
+        entries.retain(|_, e| e.at().elapsed() <= RETENTION);
+        while entries.len() > CAP {
+            let Some(oldest) = entries.iter().min_by_key(|(_, e)| e.at()).map(|(k, _)| k.clone()) else {
+                break;
+            };
+            entries.remove(&oldest);
+        }
+    }
+
+    /// Entries held.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.lock().len()
     }
 
     /// The object as the plugin should see it, given what the cache has. Entries the cache has caught up
@@ -222,6 +255,18 @@ mod tests {
             overlay.merge(&key("b"), Some(terminating.clone())),
             Some(terminating)
         );
+    }
+
+    #[test]
+    fn the_overlay_stays_within_its_cap() {
+        let overlay = Overlay::default();
+        for i in 0..CAP + 50 {
+            overlay.record_write(key(&format!("p{i}")), pod("p", "u", "1"));
+        }
+        assert_eq!(overlay.len(), CAP);
+        // The newest entries are the ones kept.
+        let last = format!("p{}", CAP + 49);
+        assert!(overlay.merge(&key(&last), None).is_some());
     }
 
     #[test]

@@ -46,10 +46,18 @@ fn list_key(items: &[Value]) -> Option<&'static str> {
     })
 }
 
-/// What each plugin last applied to each object (as a hash), per subresource.
+/// Objects (per subresource) remembered at most; past this the least recently used are forgotten, which
+/// costs one write that could have been skipped.
+const CAP: usize = 50_000;
+
+/// An intent's hash and the tick it was last used at, per object and subresource.
+type Hashes = HashMap<(Key, &'static str), (u64, u64)>;
+
+/// What each plugin last applied to each object (as a hash), per subresource, with when it was last used.
 #[derive(Default)]
 pub struct LastApplied {
-    hashes: Mutex<HashMap<(Key, &'static str), u64>>,
+    hashes: Mutex<Hashes>,
+    clock: std::sync::atomic::AtomicU64,
 }
 
 pub fn intent_hash(intent: &Value) -> u64 {
@@ -60,18 +68,45 @@ pub fn intent_hash(intent: &Value) -> u64 {
 
 impl LastApplied {
     pub fn same_as_last(&self, key: &Key, subresource: &'static str, hash: u64) -> bool {
-        self.lock().get(&(key.clone(), subresource)) == Some(&hash)
+        let tick = self.tick();
+        match self.lock().get_mut(&(key.clone(), subresource)) {
+            Some((last, used)) => {
+                *used = tick;
+                *last == hash
+            }
+            None => false,
+        }
     }
 
     pub fn record(&self, key: Key, subresource: &'static str, hash: u64) {
-        self.lock().insert((key, subresource), hash);
+        let tick = self.tick();
+        let mut hashes = self.lock();
+        hashes.insert((key, subresource), (hash, tick));
+        if hashes.len() > CAP {
+            // Forget the least recently used tenth at once, so that eviction stays rare.
+            let mut ticks: Vec<u64> = hashes.values().map(|(_, used)| *used).collect();
+            let cut = CAP / 10;
+            ticks.select_nth_unstable(cut);
+            let threshold = ticks[cut];
+            hashes.retain(|_, (_, used)| *used > threshold);
+        }
+    }
+
+    /// Entries held.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    fn tick(&self) -> u64 {
+        self.clock.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     }
 
     pub fn forget(&self, key: &Key) {
         self.lock().retain(|(k, _), _| k != key);
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(Key, &'static str), u64>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Hashes> {
         self.hashes
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -83,6 +118,26 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn last_applied_stays_within_its_cap_and_keeps_what_is_used() {
+        let key = |name: &str| Key {
+            kind: kuberay_plugin_sdk::Kind::new("", "v1", "ConfigMap"),
+            namespace: "ns".into(),
+            name: name.into(),
+        };
+        let applied = LastApplied::default();
+        applied.record(key("hot"), "", 1);
+        for i in 0..CAP + 10 {
+            applied.record(key(&format!("c{i}")), "", 2);
+            if i % 1000 == 0 {
+                assert!(applied.same_as_last(&key("hot"), "", 1));
+            }
+        }
+        assert!(applied.len() <= CAP, "{}", applied.len());
+        assert!(applied.same_as_last(&key("hot"), "", 1));
+        assert!(!applied.same_as_last(&key("c0"), "", 2));
+    }
 
     #[test]
     fn defaulted_and_extra_fields_do_not_count_as_changes() {

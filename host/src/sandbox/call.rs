@@ -12,8 +12,10 @@ use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use super::{
     bindings::{ReconcilePluginPre, wit_k8s, wit_log, wit_ray, wit_reconciler, wit_types},
+    budget::{self, CallBudget, Cost, Exceeded, Usage},
     host_api::HostApi,
-    limits::MemoryCap,
+    limits::StoreLimits,
+    log_guard::{self, LogRate},
     stdio::LogStream,
 };
 use crate::{
@@ -26,8 +28,10 @@ use crate::{
 pub struct CallLimits {
     /// Wall time for the whole call, host calls included.
     pub timeout: Duration,
-    /// Linear memory the guest may grow to.
+    /// Linear memory the guest may grow to, across all its memories.
     pub memory_bytes: usize,
+    /// Host calls, writes, events and list sizes of one call.
+    pub budget: CallBudget,
 }
 
 /// Who is calling: the plugin and the object its calls are scoped to.
@@ -42,23 +46,25 @@ pub struct CallContext {
     pub object: String,
     pub host: Arc<dyn HostApi>,
     pub metrics: Metrics,
+    /// The plugin's log rate limit, shared by all its calls.
+    pub(crate) log_rate: Arc<LogRate>,
 }
 
 /// The data of a Store: WASI with nothing in it, the limits, and the call's context.
 pub struct CallState {
     wasi: WasiCtx,
     table: ResourceTable,
-    limiter: MemoryCap,
+    limiter: StoreLimits,
+    usage: Usage,
     ctx: CallContext,
     stdout: LogStream,
     stderr: LogStream,
 }
 
 impl CallState {
-    pub fn new(ctx: CallContext, memory_bytes: usize) -> Self {
-        let label = format!("{} {}", ctx.plugin, ctx.object);
-        let stdout = LogStream::new("stdout", label.clone());
-        let stderr = LogStream::new("stderr", label);
+    pub fn new(ctx: CallContext, limits: &CallLimits) -> Self {
+        let stdout = LogStream::new("stdout", &ctx);
+        let stderr = LogStream::new("stderr", &ctx);
         // No files, environment, arguments, sockets or name lookups: the builder starts empty and the
         // network is switched off explicitly.
         let wasi = WasiCtxBuilder::new()
@@ -71,7 +77,8 @@ impl CallState {
         Self {
             wasi,
             table: ResourceTable::new(),
-            limiter: MemoryCap::new(memory_bytes),
+            limiter: StoreLimits::new(limits.memory_bytes),
+            usage: Usage::new(limits.budget),
             ctx,
             stdout,
             stderr,
@@ -88,6 +95,39 @@ impl CallState {
             self.ctx.plugin,
             verb_name(verb)
         )))
+    }
+
+    /// Turns a breach of a limit into the error the plugin gets; the first one is logged and counted.
+    fn exceeded(&mut self, result: Result<(), Exceeded>) -> Result<(), wit_types::HostError> {
+        let Err(breach) = result else { return Ok(()) };
+        if !self.usage.reported {
+            self.usage.reported = true;
+            tracing::warn!(
+                plugin = %self.ctx.plugin, object = %self.ctx.object, limit = breach.limit,
+                "{}", breach.message
+            );
+            self.ctx.metrics.limit_exceeded(&self.ctx.plugin, breach.limit);
+        }
+        Err(wit_types::HostError::Invalid(breach.message))
+    }
+
+    /// Charges one host call of `cost`.
+    fn spend(&mut self, cost: Cost) -> Result<(), wit_types::HostError> {
+        let charged = self.usage.charge(cost);
+        self.exceeded(charged)
+    }
+
+    /// Checks the size of a string the plugin passed.
+    fn input(&mut self, what: &'static str, text: &str, max: usize) -> Result<(), wit_types::HostError> {
+        let checked = self.usage.input(what, text.len(), max);
+        self.exceeded(checked)
+    }
+
+    /// Checks the parts of a kind the plugin passed.
+    fn kind_input(&mut self, kind: &wit_types::Kind) -> Result<(), wit_types::HostError> {
+        let len = kind.group.len().max(kind.version.len()).max(kind.kind.len());
+        let checked = self.usage.input("kind", len, budget::MAX_NAME_BYTES);
+        self.exceeded(checked)
     }
 
     /// Ends a host call: counts it, and for a refusal (`Forbidden`, decided by the grant check or by the
@@ -176,6 +216,9 @@ impl wit_k8s::Host for CallState {
         kind: wit_types::Kind,
         name: String,
     ) -> Result<Option<String>, wit_types::HostError> {
+        self.spend(Cost::Read)?;
+        self.kind_input(&kind)?;
+        self.input("name", &name, budget::MAX_NAME_BYTES)?;
         let kind = kind_from_wit(kind);
         let call = self.ctx.host.get(kind.clone(), name);
         let result = checked(self.check(&kind, Verb::Get), call).await;
@@ -187,14 +230,23 @@ impl wit_k8s::Host for CallState {
         kind: wit_types::Kind,
         label_selector: String,
     ) -> Result<Vec<String>, wit_types::HostError> {
+        self.spend(Cost::Read)?;
+        self.kind_input(&kind)?;
+        self.input("label selector", &label_selector, budget::MAX_SELECTOR_BYTES)?;
         let kind = kind_from_wit(kind);
         let call = self.ctx.host.list(kind.clone(), label_selector);
         let result = checked(self.check(&kind, Verb::List), call).await;
+        if let Ok(items) = &result {
+            let checked = self.usage.list(items.len());
+            self.exceeded(checked)?;
+        }
         let result = result.map(|items| items.iter().map(Value::to_string).collect());
         self.finish("list", &kind, result)
     }
 
     async fn create(&mut self, object: String) -> Result<String, wit_types::HostError> {
+        self.spend(Cost::Write)?;
+        self.input("object", &object, budget::MAX_OBJECT_BYTES)?;
         let (kind, value) = parse_object(&object)?;
         let call = self.ctx.host.create(kind.clone(), value);
         let result = checked(self.check(&kind, Verb::Create), call).await;
@@ -202,6 +254,8 @@ impl wit_k8s::Host for CallState {
     }
 
     async fn apply(&mut self, object: String) -> Result<String, wit_types::HostError> {
+        self.spend(Cost::Write)?;
+        self.input("object", &object, budget::MAX_OBJECT_BYTES)?;
         let (kind, value) = parse_object(&object)?;
         let call = self.ctx.host.apply(kind.clone(), value);
         let result = checked(self.check(&kind, Verb::Apply), call).await;
@@ -209,6 +263,8 @@ impl wit_k8s::Host for CallState {
     }
 
     async fn apply_status(&mut self, status: String) -> Result<(), wit_types::HostError> {
+        self.spend(Cost::Write)?;
+        self.input("status", &status, budget::MAX_OBJECT_BYTES)?;
         let kind = self.ctx.primary_kind.clone();
         let value: Value = serde_json::from_str(&status)
             .map_err(|e| wit_types::HostError::Invalid(format!("status is not JSON: {e}")))?;
@@ -223,6 +279,10 @@ impl wit_k8s::Host for CallState {
         name: String,
         uid: Option<String>,
     ) -> Result<(), wit_types::HostError> {
+        self.spend(Cost::Write)?;
+        self.kind_input(&kind)?;
+        self.input("name", &name, budget::MAX_NAME_BYTES)?;
+        self.input("uid", uid.as_deref().unwrap_or_default(), budget::MAX_NAME_BYTES)?;
         let kind = kind_from_wit(kind);
         let call = self.ctx.host.delete(kind.clone(), name, uid);
         let result = checked(self.check(&kind, Verb::Delete), call).await;
@@ -230,6 +290,8 @@ impl wit_k8s::Host for CallState {
     }
 
     async fn add_finalizer(&mut self, finalizer: String) -> Result<(), wit_types::HostError> {
+        self.spend(Cost::Write)?;
+        self.input("finalizer", &finalizer, budget::MAX_NAME_BYTES)?;
         let kind = self.ctx.primary_kind.clone();
         let call = self.ctx.host.add_finalizer(finalizer);
         let result = checked(self.check(&kind, Verb::Finalize), call).await;
@@ -237,6 +299,8 @@ impl wit_k8s::Host for CallState {
     }
 
     async fn remove_finalizer(&mut self, finalizer: String) -> Result<(), wit_types::HostError> {
+        self.spend(Cost::Write)?;
+        self.input("finalizer", &finalizer, budget::MAX_NAME_BYTES)?;
         let kind = self.ctx.primary_kind.clone();
         let call = self.ctx.host.remove_finalizer(finalizer);
         let result = checked(self.check(&kind, Verb::Finalize), call).await;
@@ -244,6 +308,14 @@ impl wit_k8s::Host for CallState {
     }
 
     async fn record_event(&mut self, event: wit_k8s::Event) -> Result<(), wit_types::HostError> {
+        self.spend(Cost::Event)?;
+        self.input("event note", &event.note, budget::MAX_EVENT_NOTE_BYTES)?;
+        self.input("event reason", &event.reason, budget::MAX_EVENT_REASON_BYTES)?;
+        self.input("event action", &event.action, budget::MAX_EVENT_REASON_BYTES)?;
+        if let Some((kind, name)) = &event.related {
+            self.kind_input(kind)?;
+            self.input("related name", name, budget::MAX_NAME_BYTES)?;
+        }
         let kind = self.ctx.primary_kind.clone();
         let event = Event {
             event_type: match event.event_type {
@@ -263,6 +335,11 @@ impl wit_k8s::Host for CallState {
 
 impl wit_log::Host for CallState {
     async fn log(&mut self, level: wit_log::Level, message: String, fields: Vec<(String, String)>) {
+        if !log_guard::admit(&self.ctx.log_rate, &self.ctx.plugin, &self.ctx.metrics) {
+            return;
+        }
+        let message = log_guard::escape(&message, log_guard::MAX_LOG_TEXT);
+        let fields = log_guard::escape_fields(&fields);
         let level = match level {
             wit_log::Level::Trace => LogLevel::Trace,
             wit_log::Level::Debug => LogLevel::Debug,
@@ -276,6 +353,8 @@ impl wit_log::Host for CallState {
 
 impl wit_ray::Host for CallState {
     async fn send(&mut self, request: wit_ray::Request) -> Result<wit_ray::Response, wit_types::HostError> {
+        self.spend(Cost::Read)?;
+        self.ray_input(&request)?;
         let clusters = Kind::new("ray.io", "v1", "RayCluster");
         if !self.ctx.grant.ray_heads {
             let message = format!(
@@ -310,6 +389,26 @@ impl wit_ray::Host for CallState {
     }
 }
 
+impl CallState {
+    /// Checks the sizes of a Ray request's parts.
+    fn ray_input(&mut self, request: &wit_ray::Request) -> Result<(), wit_types::HostError> {
+        self.input("cluster name", &request.cluster, budget::MAX_NAME_BYTES)?;
+        self.input("method", &request.method, 16)?;
+        self.input("path", &request.path, budget::MAX_RAY_PATH_BYTES)?;
+        let body = request.body.len();
+        let checked = self.usage.input("request body", body, budget::MAX_RAY_BODY_BYTES);
+        self.exceeded(checked)?;
+        let headers = request.headers.len();
+        let checked = self.usage.input("header count", headers, budget::MAX_RAY_HEADERS);
+        self.exceeded(checked)?;
+        let header_bytes = request.headers.iter().map(|(k, v)| k.len() + v.len()).sum();
+        let checked = self
+            .usage
+            .input("headers", header_bytes, budget::MAX_RAY_HEADER_BYTES);
+        self.exceeded(checked)
+    }
+}
+
 /// Which export to call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Export {
@@ -339,6 +438,8 @@ pub enum CallFailure {
     InvalidObject(String),
     #[error("the plugin reported an error: {0}")]
     Failed(String),
+    #[error("the plugin was stopped: {0}")]
+    LimitExceeded(String),
 }
 
 impl CallFailure {
@@ -350,6 +451,7 @@ impl CallFailure {
             Self::Trapped(_) => "PluginTrapped",
             Self::InvalidObject(_) => "InvalidObject",
             Self::Failed(_) => "ReconcileFailed",
+            Self::LimitExceeded(_) => "PluginLimitExceeded",
         }
     }
 }
@@ -359,8 +461,26 @@ fn classify_trap(store: &Store<CallState>, trap: &wasmtime::Error) -> CallFailur
     if let Some(asked) = store.data().limiter.exceeded {
         return CallFailure::MemoryExceeded(asked);
     }
+    if let Some(breach) = &store.data().usage.exceeded {
+        return CallFailure::LimitExceeded(breach.message.clone());
+    }
     tracing::debug!(plugin = %store.data().ctx.plugin, object = %store.data().ctx.object, "trap: {trap:?}");
     CallFailure::Trapped(trap.root_cause().to_string())
+}
+
+/// A Store with the call's limits. The guest yields at every epoch tick, and is stopped at the first tick
+/// after it went past a limit of its budget (the host calls it makes meanwhile are refused).
+fn new_store(engine: &Engine, state: CallState) -> Store<CallState> {
+    let mut store = Store::new(engine, state);
+    store.limiter(|s| &mut s.limiter);
+    store.set_epoch_deadline(1);
+    store.epoch_deadline_callback(|ctx| {
+        if let Some(breach) = &ctx.data().usage.exceeded {
+            return Err(wasmtime::Error::msg(breach.message.clone()));
+        }
+        Ok(wasmtime::UpdateDeadline::Yield(1))
+    });
+    store
 }
 
 /// Instantiates the plugin in a fresh Store and calls `reconcile` or `cleanup`.
@@ -373,10 +493,7 @@ pub async fn call(
     limits: CallLimits,
 ) -> Result<Option<Duration>, CallFailure> {
     let (stdout, stderr) = (state.stdout.clone(), state.stderr.clone());
-    let mut store = Store::new(engine, state);
-    store.limiter(|s| &mut s.limiter);
-    store.set_epoch_deadline(1);
-    store.epoch_deadline_async_yield_and_update(1);
+    let mut store = new_store(engine, state);
     let outcome = {
         let run = async {
             let instance = pre.instantiate_async(&mut store).await?;
@@ -390,6 +507,10 @@ pub async fn call(
     };
     stdout.flush();
     stderr.flush();
+    // A plugin that went past a limit fails as such, whatever it made of the errors it got.
+    if let Some(breach) = &store.data().usage.exceeded {
+        return Err(CallFailure::LimitExceeded(breach.message.clone()));
+    }
     match outcome {
         Err(_) => Err(CallFailure::TimedOut(limits.timeout)),
         Ok(Err(trap)) => Err(classify_trap(&store, &trap)),
@@ -406,10 +527,7 @@ pub async fn metadata(
     state: CallState,
     limits: CallLimits,
 ) -> Result<wit_reconciler::PluginMetadata, CallFailure> {
-    let mut store = Store::new(engine, state);
-    store.limiter(|s| &mut s.limiter);
-    store.set_epoch_deadline(1);
-    store.epoch_deadline_async_yield_and_update(1);
+    let mut store = new_store(engine, state);
     let outcome = {
         let run = async {
             let instance = pre.instantiate_async(&mut store).await?;

@@ -5,15 +5,19 @@
 //! # Trust
 //!
 //! Loading a precompiled artifact is `unsafe` in wasmtime because its machine code runs as is: whoever can
-//! write to the cache directory can run code in the operator. The directory must therefore be writable only
-//! by the operator (the default is private to it), and every entry is checked against a SHA-256 recorded
-//! when this process family wrote it, which catches corruption and truncation (not an attacker who can
-//! write both files).
+//! write to the cache directory can run code in the operator. The directory must therefore be the
+//! operator's own: a real directory (not a symlink) owned by the operator's user with mode 0700. One that
+//! is more open but writable by no one else is tightened to 0700; one owned by someone else, a symlink,
+//! or one others could write to is refused, and the operator compiles every plugin instead. Entries are
+//! written through unpredictable temporary files in the directory and renamed into place, and every entry
+//! is checked against a SHA-256 recorded when this process family wrote it, which catches corruption and
+//! truncation (not an attacker who can write both files).
 
 use std::{
     fs,
     hash::{Hash, Hasher},
     io::Write,
+    os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt},
     path::{Path, PathBuf},
 };
 
@@ -134,24 +138,142 @@ impl CompileCache {
     }
 }
 
+/// Creates `dir` (mode 0700) or checks that an existing one is the operator's own, tightening its mode to
+/// 0700 when only read or search rights were too open.
 fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-    fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
-    let mode = fs::metadata(dir)?.permissions().mode();
-    if mode & 0o022 != 0 {
-        return Err(std::io::Error::other(format!(
-            "{} is writable by others (mode {mode:o}); refusing to load code from it",
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        fs::DirBuilder::new().recursive(true).mode(0o700).create(parent)?;
+    }
+    match fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    let refuse = |why: String| {
+        Err(std::io::Error::other(format!(
+            "{}: {why}; refusing to load code from it",
             dir.display()
-        )));
+        )))
+    };
+    // Not followed: a symlink could point anywhere, and where it points can change.
+    let meta = fs::symlink_metadata(dir)?;
+    if meta.file_type().is_symlink() {
+        return refuse("it is a symlink".into());
+    }
+    if !meta.is_dir() {
+        return refuse("it is not a directory".into());
+    }
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    #[allow(unsafe_code, reason = "geteuid, see the SAFETY comment")]
+    let me = unsafe { libc::geteuid() };
+    if meta.uid() != me {
+        return refuse(format!(
+            "it is owned by uid {}, not by the operator's uid {me}",
+            meta.uid()
+        ));
+    }
+    let mode = meta.permissions().mode() & 0o7777;
+    if mode & 0o022 != 0 {
+        return refuse(format!("it is writable by others (mode {mode:o})"));
+    }
+    if mode != 0o700 {
+        tracing::info!(dir = %dir.display(), mode = format!("{mode:o}"), "making the compiled-plugin cache private (mode 700)");
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
     }
     Ok(())
 }
 
-/// Writes via a temporary file and a rename, so readers never see a partial entry.
+/// Writes via an unpredictable temporary file in the same directory and a rename, so readers never see a
+/// partial entry and no one can prepare the temporary file's name in advance.
 fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
-    let mut file = fs::File::create(&tmp)?;
+    let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    let mut file = tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir)?;
     file.write_all(bytes)?;
-    file.sync_all()?;
-    fs::rename(&tmp, path)
+    file.as_file().sync_all()?;
+    file.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch() -> tempfile::TempDir {
+        tempfile::tempdir().expect("a scratch directory")
+    }
+
+    #[test]
+    fn a_new_directory_is_private() {
+        let root = scratch();
+        let dir = root.path().join("a/cache");
+        create_private_dir(&dir).expect("created");
+        let mode = fs::metadata(&dir).expect("exists").permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+    }
+
+    #[test]
+    fn an_open_directory_is_tightened_and_a_writable_one_refused() {
+        let root = scratch();
+        let dir = root.path().join("cache");
+        fs::create_dir(&dir).expect("created");
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).expect("chmod");
+        create_private_dir(&dir).expect("tightened");
+        assert_eq!(
+            fs::metadata(&dir).expect("exists").permissions().mode() & 0o777,
+            0o700
+        );
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o777)).expect("chmod");
+        let refused = create_private_dir(&dir).expect_err("world-writable accepted");
+        assert!(refused.to_string().contains("writable by others"), "{refused}");
+    }
+
+    #[test]
+    fn a_symlink_is_refused() {
+        let root = scratch();
+        let real = root.path().join("real");
+        fs::create_dir(&real).expect("created");
+        fs::set_permissions(&real, fs::Permissions::from_mode(0o700)).expect("chmod");
+        let link = root.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).expect("symlink");
+        let refused = create_private_dir(&link).expect_err("symlink accepted");
+        assert!(refused.to_string().contains("symlink"), "{refused}");
+        // And a cache on it is disabled: it compiles instead of reading or writing there.
+        let engine = Engine::default();
+        let cache = CompileCache::new(&engine, Some(link));
+        assert!(cache.entry("x").is_none());
+    }
+
+    #[test]
+    fn a_directory_of_another_user_is_refused() {
+        // SAFETY: geteuid has no preconditions.
+        #[allow(unsafe_code, reason = "geteuid in a test")]
+        let me = unsafe { libc::geteuid() };
+        let root = scratch();
+        // As root, a directory given to `nobody`; otherwise `/`, which is root's.
+        let other = if me == 0 {
+            let dir = root.path().join("theirs");
+            fs::create_dir(&dir).expect("created");
+            fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).expect("chmod");
+            std::os::unix::fs::chown(&dir, Some(65534), None).expect("chown");
+            dir
+        } else {
+            PathBuf::from("/")
+        };
+        let refused = create_private_dir(&other).expect_err("another user's directory accepted");
+        assert!(refused.to_string().contains("owned by uid"), "{refused}");
+    }
+
+    #[test]
+    fn entries_are_written_without_leftover_temporary_files() {
+        let root = scratch();
+        let target = root.path().join("entry.cwasm");
+        write_atomically(&target, b"bytes").expect("written");
+        assert_eq!(fs::read(&target).expect("read"), b"bytes");
+        let names: Vec<String> = fs::read_dir(root.path())
+            .expect("listed")
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, vec!["entry.cwasm".to_string()]);
+    }
 }

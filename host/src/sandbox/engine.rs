@@ -15,6 +15,12 @@ use std::{
 
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig};
 
+use super::limits;
+
+fn as_u32(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
 /// How often the epoch advances: the longest a guest runs before it yields.
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 
@@ -31,7 +37,7 @@ pub struct EngineConfig {
 /// reconcile's heap of a few hundred kilobytes fits.
 const KEEP_RESIDENT: usize = 2 << 20;
 
-fn base_config() -> Config {
+pub(super) fn base_config() -> Config {
     let mut config = Config::new();
     config
         .wasm_component_model(true)
@@ -54,10 +60,15 @@ pub fn engine(settings: EngineConfig) -> wasmtime::Result<Engine> {
     if pooling_wanted {
         let slots = settings.max_concurrent_calls.max(1);
         let mut pool = PoolingAllocationConfig::default();
+        // Every call's share of the pool is bounded by the Store's limits (`limits.rs`), so that no plugin
+        // can take the slots the others' calls need.
         pool.total_component_instances(slots)
-            .total_core_instances(slots.saturating_mul(16))
-            .total_memories(slots.saturating_mul(2))
-            .total_tables(slots.saturating_mul(4))
+            .max_core_instances_per_component(as_u32(limits::MAX_INSTANCES))
+            .max_memories_per_component(as_u32(limits::MAX_MEMORIES))
+            .max_tables_per_component(as_u32(limits::MAX_TABLES))
+            .total_core_instances(slots.saturating_mul(as_u32(limits::MAX_INSTANCES)))
+            .total_memories(slots.saturating_mul(as_u32(limits::MAX_MEMORIES)))
+            .total_tables(slots.saturating_mul(as_u32(limits::MAX_TABLES)))
             .total_stacks(slots)
             .max_memory_size(settings.memory_bytes)
             .linear_memory_keep_resident(KEEP_RESIDENT)

@@ -12,25 +12,34 @@
 //!   against the reconciled object (its namespace, its owner references) and the policy's content rules;
 //! - each call gets a fresh Store: nothing survives from one reconcile to the next, so a plugin cannot leak
 //!   data between objects or accumulate state;
-//! - a call is bounded in memory (a cap on linear memory and tables) and in time (epoch interruption yields
-//!   every tick and a timeout drops the whole call, host calls included);
-//! - its output is rate-limited into the operator's log.
+//! - a call is bounded in memory (one cap on the sum of all its linear memories, and caps on table elements
+//!   and on the number of instances, memories and tables, so it cannot take more than its share of the
+//!   instance pool) and in time (epoch interruption yields every tick and a timeout drops the whole call,
+//!   host calls included);
+//! - the host-side work it causes is bounded (see `budget.rs`): the size of every string it passes, the
+//!   number of host calls, writes and events per call and the length of lists; past a limit the call is
+//!   stopped and reported as `PluginLimitExceeded`;
+//! - its log lines and output are escaped (no line breaks, control characters or terminal escapes reach the
+//!   log raw) and rate-limited per plugin (see `log_guard.rs`).
 //!
 //! Not covered: a plugin that is granted a capability can use it fully within those rules (for example delete
 //! every Pod its object owns); the operator's own RBAC is the outer bound. Compiled artifacts in the on-disk
 //! cache are trusted (see [`compile_cache`]).
 
 pub mod bindings;
+mod budget;
 pub mod call;
 pub mod compile_cache;
 mod engine;
 pub mod host_api;
 mod host_api_denied;
 mod limits;
+mod log_guard;
 pub mod plugin;
 pub mod registry;
 mod stdio;
 
+pub use budget::CallBudget;
 pub use call::{CallFailure, CallLimits, Export};
 pub use engine::{EPOCH_TICK, EngineConfig, EpochTicker, engine};
 pub use plugin::LoadedPlugin;

@@ -11,6 +11,7 @@ use super::{
     call::{self, CallContext, CallLimits, CallState},
     compile_cache::{CompileCache, Source, sha256_hex},
     host_api::HostApi,
+    log_guard::LogRate,
 };
 use crate::{
     metrics::Metrics,
@@ -44,6 +45,8 @@ pub struct LoadedPlugin {
     pub source: Source,
     pub grant: Arc<Grant>,
     pre: ReconcilePluginPre<CallState>,
+    /// The rate limit of its log lines, shared by all its calls.
+    log_rate: Arc<LogRate>,
 }
 
 impl LoadedPlugin {
@@ -60,6 +63,7 @@ impl LoadedPlugin {
             object,
             host,
             metrics,
+            log_rate: self.log_rate.clone(),
         }
     }
 }
@@ -101,6 +105,7 @@ pub async fn load(
         .map_err(|e| LoadError::World(format!("{e:#}")))?;
     let pre = ReconcilePluginPre::new(instance_pre).map_err(|e| LoadError::World(format!("{e:#}")))?;
 
+    let log_rate = Arc::new(LogRate::default());
     // Metadata is asked with no host access at all: a plugin's description may not depend on the cluster.
     let probe = CallContext {
         plugin: path.display().to_string().into(),
@@ -109,8 +114,9 @@ pub async fn load(
         object: "(metadata)".into(),
         host: Arc::new(super::host_api_denied::DeniedHost),
         metrics: metrics.clone(),
+        log_rate: log_rate.clone(),
     };
-    let state = CallState::new(probe, limits.memory_bytes);
+    let state = CallState::new(probe, &limits);
     let raw = call::metadata(engine, &pre, state, limits)
         .await
         .map_err(|e| LoadError::Metadata(e.to_string()))?;
@@ -123,6 +129,7 @@ pub async fn load(
         source,
         grant,
         pre,
+        log_rate,
     })
 }
 

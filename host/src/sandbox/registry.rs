@@ -167,12 +167,14 @@ impl Sandbox {
                         tracing::error!(path = %path.display(), "plugin not loaded: {reason}");
                         self.metrics.plugin_refused(&plugin.grant.entry, "kind-clash");
                         report.failed.push((path.clone(), reason));
+                        // The version already running from this file (if any) keeps running, and must stop
+                        // when the file goes: the file still serves the kind it served.
                         self.lock_files().insert(
                             path,
                             FileState {
                                 modified,
                                 len,
-                                kind: None,
+                                kind: previous_kind,
                             },
                         );
                         continue;
@@ -344,7 +346,7 @@ impl Sandbox {
         attempt: u32,
     ) -> Result<Option<std::time::Duration>, CallFailure> {
         let started = std::time::Instant::now();
-        let state = CallState::new(context, self.config.limits.memory_bytes);
+        let state = CallState::new(context, &self.config.limits);
         let request = super::bindings::wit_reconciler::Request { object, attempt };
         let result = call::call(
             &self.engine,

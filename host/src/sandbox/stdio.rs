@@ -1,6 +1,7 @@
 //! Guest stdout and stderr, line by line into the host's log with the plugin and object attached. A plugin
 //! may print at most a fixed number of bytes per call; the rest is dropped with one notice, so a chatty or
-//! hostile plugin cannot flood the operator's log.
+//! hostile plugin cannot flood the operator's log. Each line is escaped and counted against the plugin's
+//! log rate limit, like its log calls (see [`super::log_guard`]).
 
 use std::{
     pin::Pin,
@@ -10,6 +11,12 @@ use std::{
 
 use tokio::io::AsyncWrite;
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
+
+use super::{
+    call::CallContext,
+    log_guard::{self, LogRate},
+};
+use crate::metrics::Metrics;
 
 /// Bytes of output kept per call and stream.
 const BUDGET: usize = 64 * 1024;
@@ -21,19 +28,25 @@ pub struct LogStream {
 
 struct Lines {
     stream: &'static str,
-    label: String,
+    plugin: Arc<str>,
+    object: String,
+    rate: Arc<LogRate>,
+    metrics: Metrics,
     pending: Vec<u8>,
     written: usize,
     truncated: bool,
 }
 
 impl LogStream {
-    /// `label` names the plugin and object, e.g. `raycluster default/demo`.
-    pub fn new(stream: &'static str, label: String) -> Self {
+    /// The `stream` (`stdout` or `stderr`) of the call `ctx`.
+    pub fn new(stream: &'static str, ctx: &CallContext) -> Self {
         Self {
             inner: Arc::new(Mutex::new(Lines {
                 stream,
-                label,
+                plugin: ctx.plugin.clone(),
+                object: ctx.object.clone(),
+                rate: ctx.log_rate.clone(),
+                metrics: ctx.metrics.clone(),
                 pending: Vec::new(),
                 written: 0,
                 truncated: false,
@@ -55,8 +68,13 @@ impl LogStream {
 }
 
 fn emit(lines: &Lines, line: &[u8]) {
+    if !log_guard::admit(&lines.rate, &lines.plugin, &lines.metrics) {
+        return;
+    }
     let text = String::from_utf8_lossy(line);
-    tracing::info!(target: "plugin", stream = lines.stream, source = %lines.label, "{}", text.trim_end());
+    let text = log_guard::escape(text.trim_end_matches(['\n', '\r']), log_guard::MAX_LOG_TEXT);
+    let (plugin, object) = (&lines.plugin, &lines.object);
+    tracing::info!(target: "plugin", stream = lines.stream, %plugin, %object, "{text}");
 }
 
 impl Lines {
@@ -71,7 +89,8 @@ impl Lines {
         }
         if take < bytes.len() && !self.truncated {
             self.truncated = true;
-            tracing::warn!(target: "plugin", stream = self.stream, source = %self.label,
+            let (plugin, object) = (&self.plugin, &self.object);
+            tracing::warn!(target: "plugin", stream = self.stream, %plugin, %object,
                 "plugin output exceeded {BUDGET} bytes in one call; the rest is dropped");
         }
     }

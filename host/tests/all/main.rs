@@ -12,6 +12,7 @@ mod compile_cache;
 mod containment;
 mod endpoints;
 mod identity;
+mod limits;
 mod policy;
 mod ray_routing;
 mod raycluster_lifecycle;

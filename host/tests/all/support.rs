@@ -66,6 +66,8 @@ pub struct OperatorOptions {
     pub use_kubernetes_proxy: bool,
     /// The policy; by default the built-in one plus an entry for the chaos plugin ([`test_policy`]).
     pub policy: Option<Policy>,
+    /// `--concurrency`, if not the default.
+    pub concurrency: Option<u16>,
 }
 
 /// The chaos plugin's entry in the tests' default policy: what it needs for its behaviours, no Secrets.
@@ -103,6 +105,7 @@ impl Default for OperatorOptions {
             kubeconfig: None,
             use_kubernetes_proxy: false,
             policy: None,
+            concurrency: None,
         }
     }
 }
@@ -179,6 +182,9 @@ pub async fn start_operator(env: &TestEnv, ns: &TestNamespace, options: Operator
         .with_kubernetes_proxy(options.use_kubernetes_proxy)
         .with_policy(options.policy.unwrap_or_else(test_policy));
     config.instance = Some(format!("test-{}", ns.name()));
+    if let Some(concurrency) = options.concurrency {
+        config = config.with_concurrency(concurrency);
+    }
     let metrics = Metrics::new();
     let (stop, stopped) = oneshot::channel::<()>();
     let run_metrics = metrics.clone();

@@ -19,11 +19,13 @@
 //!   `dashboard` (default), `serve` or `dashboard-agent`; `spec.via`: `cluster` (default) or `head-pod`) and
 //!   reports the answer's status code and body in `status.status` and `status.observed` (`spec.method` and
 //!   `spec.body` change the request: `POST` a job submission to a head);
+//! - floods of host calls, oversized inputs and forged log lines: see [`flood`];
 //! - `adopt`, `foreign-owner`, `foreign-finalizer`, `add-finalizer`, `bad-name`: see [`identity`].
 //!
 //! Built with the feature `greedy`, its metadata also asks for `list` and `delete` on Pods (a reload that
 //! asks for more); with `reconcile-secrets`, it calls itself `chaos-secrets` and asks to reconcile `v1/Secret`.
 
+mod flood;
 mod identity;
 
 use kuberay_plugin_sdk::{
@@ -170,6 +172,7 @@ impl Plugin for Chaos {
                 host.apply_status(&json!({"observed": "requeue-max"}))?;
                 Ok(Outcome::requeue_after(std::time::Duration::MAX))
             }
+            other if flood::handles(other) => flood::run(host, other, name),
             other => Err(ReconcileError::InvalidObject(format!(
                 "unknown behaviour {other:?}"
             ))),

@@ -1,0 +1,156 @@
+//! Reconcile permits, shared fairly between plugins. `--concurrency` bounds the reconciles running at once
+//! across all kinds; on top of that, no plugin may hold more than its fair share (the permits divided by the
+//! plugins loaded, rounded up), so a plugin whose calls all run into the timeout cannot starve the others.
+//! A plugin alone in the operator gets every permit.
+
+use std::{collections::HashMap, sync::Mutex};
+
+use tokio::sync::{Notify, Semaphore, SemaphorePermit};
+
+/// The operator's reconcile permits.
+pub struct Permits {
+    global: Semaphore,
+    total: usize,
+    /// Permits held (or being waited for) per plugin; entries go when they drop to zero.
+    held: Mutex<HashMap<String, usize>>,
+    released: Notify,
+}
+
+/// One running reconcile's permit; released when dropped.
+pub struct Permit<'a> {
+    _share: Share<'a>,
+    _global: SemaphorePermit<'a>,
+}
+
+/// A place in a plugin's share; given back when dropped.
+struct Share<'a> {
+    permits: &'a Permits,
+    plugin: String,
+}
+
+impl Permits {
+    /// `total` permits (at least one).
+    pub fn new(total: usize) -> Self {
+        let total = total.max(1);
+        Self {
+            global: Semaphore::new(total),
+            total,
+            held: Mutex::default(),
+            released: Notify::new(),
+        }
+    }
+
+    /// The most permits one plugin may hold while `plugins` are loaded.
+    pub fn share(&self, plugins: usize) -> usize {
+        self.total.div_ceil(plugins.max(1)).max(1)
+    }
+
+    /// Waits for a permit for `plugin` (one of `plugins` loaded); `None` once the permits are closed.
+    pub async fn acquire(&self, plugin: &str, plugins: usize) -> Option<Permit<'_>> {
+        let share = self.share(plugins);
+        loop {
+            // Registered before the check, so a release in between is not missed.
+            let released = self.released.notified();
+            if self.reserve(plugin, share) {
+                break;
+            }
+            released.await;
+        }
+        let share = Share {
+            permits: self,
+            plugin: plugin.to_string(),
+        };
+        let global = self.global.acquire().await.ok()?;
+        Some(Permit {
+            _share: share,
+            _global: global,
+        })
+    }
+
+    fn reserve(&self, plugin: &str, share: usize) -> bool {
+        let mut held = self.lock();
+        let count = held.entry(plugin.to_string()).or_insert(0);
+        if *count >= share {
+            if *count == 0 {
+                held.remove(plugin);
+            }
+            return false;
+        }
+        *count += 1;
+        true
+    }
+
+    fn release(&self, plugin: &str) {
+        {
+            let mut held = self.lock();
+            if let Some(count) = held.get_mut(plugin) {
+                *count = count.saturating_sub(1);
+                if *count == 0 {
+                    held.remove(plugin);
+                }
+            }
+        }
+        self.released.notify_waiters();
+    }
+
+    /// Permits `plugin` holds or is about to hold.
+    pub fn held_by(&self, plugin: &str) -> usize {
+        self.lock().get(plugin).copied().unwrap_or(0)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, usize>> {
+        self.held
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl Drop for Share<'_> {
+    fn drop(&mut self) {
+        self.permits.release(&self.plugin);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_busy_plugin_cannot_take_the_permits_another_needs() {
+        let permits = Permits::new(4);
+        assert_eq!(permits.share(1), 4);
+        assert_eq!(permits.share(2), 2);
+        assert_eq!(permits.share(3), 2);
+        assert_eq!(permits.share(8), 1);
+        // The hog takes its share of two; a third waits although two permits are free.
+        let first = permits.acquire("hog", 2).await.unwrap();
+        let _second = permits.acquire("hog", 2).await.unwrap();
+        let third = tokio::time::timeout(Duration::from_millis(50), permits.acquire("hog", 2)).await;
+        assert!(third.is_err(), "a plugin got more than its share");
+        assert_eq!(permits.held_by("hog"), 2);
+        // The other plugin still gets in.
+        let other = tokio::time::timeout(Duration::from_millis(50), permits.acquire("other", 2)).await;
+        assert!(matches!(other, Ok(Some(_))), "the other plugin was starved");
+        // When one of the hog's reconciles ends, its next one runs.
+        let waiting = permits.acquire("hog", 2);
+        drop(first);
+        let next = tokio::time::timeout(Duration::from_millis(50), waiting).await;
+        assert!(matches!(next, Ok(Some(_))));
+    }
+
+    #[tokio::test]
+    async fn a_plugin_alone_gets_every_permit_and_entries_go_when_released() {
+        let permits = Permits::new(3);
+        let all: Vec<_> = futures::future::join_all((0..3).map(|_| permits.acquire("only", 1)))
+            .await
+            .into_iter()
+            .flatten()
+            .collect();
+        assert_eq!(all.len(), 3);
+        drop(all);
+        assert_eq!(permits.held_by("only"), 0);
+        assert!(permits.lock().is_empty());
+    }
+}
