@@ -24,3 +24,25 @@ pub fn from_kube(e: kube::Error) -> HostError {
         other => HostError::Unavailable(other.to_string()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(code: u16) -> kube::Error {
+        kube::Error::Api(
+            kube::core::Status::failure("denied", "Forbidden")
+                .with_code(code)
+                .boxed(),
+        )
+    }
+
+    #[test]
+    fn the_operators_own_403_is_not_a_plugin_refusal() {
+        // Forbidden is what the host API's refusals return (and what is counted as one).
+        assert!(
+            matches!(from_kube(status(403)), HostError::Unavailable(m) if m.contains("operator's credentials"))
+        );
+        assert!(matches!(from_kube(status(404)), HostError::NotFound(_)));
+    }
+}

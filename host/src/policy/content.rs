@@ -113,26 +113,20 @@ pub(crate) fn service_account_names(value: &Value, out: &mut BTreeSet<String>) {
     }
 }
 
-/// The Secrets and ServiceAccounts an object of `kind` names for its Pods: in its pod templates and in the
-/// `authOptions.secretName` of a Ray object.
+/// The Secrets and ServiceAccounts an object of `kind` names: anywhere in the spec of a Ray object (whose
+/// schema has no free-form fields besides pod templates: `authOptions.secretName`,
+/// `gcsFaultToleranceOptions.redisPassword.valueFrom.secretKeyRef`, ...), else in its pod templates.
 pub(crate) fn names_in_spec(kind: &Kind, object: &Value) -> (BTreeSet<String>, BTreeSet<String>) {
     let (mut secrets, mut accounts) = (BTreeSet::new(), BTreeSet::new());
-    for pointer in pod_spec_pointers(kind, object) {
+    let pointers = if kind.group == "ray.io" {
+        vec!["/spec".to_string()]
+    } else {
+        pod_spec_pointers(kind, object)
+    };
+    for pointer in pointers {
         if let Some(spec) = object.pointer(&pointer) {
             secret_names(spec, &mut secrets);
             service_account_names(spec, &mut accounts);
-        }
-    }
-    if kind.group == "ray.io" {
-        for base in [
-            "/spec",
-            "/spec/rayClusterSpec",
-            "/spec/rayClusterConfig",
-            "/spec/jobTemplate/rayClusterSpec",
-        ] {
-            if let Some(name) = str_at(object, &format!("{base}/authOptions/secretName")) {
-                secrets.insert(name.to_string());
-            }
         }
     }
     (secrets, accounts)

@@ -107,11 +107,12 @@ pub async fn load(
 
     let log_rate = Arc::new(LogRate::default());
     // Metadata is asked with no host access at all: a plugin's description may not depend on the cluster.
+    // Its identity is not known yet: metrics say `unknown` (a file name is not a bounded label).
     let probe = CallContext {
-        plugin: path.display().to_string().into(),
+        plugin: "unknown".into(),
         primary_kind: Kind::new("", "", ""),
         grant: Arc::new(Grant::default()),
-        object: "(metadata)".into(),
+        object: format!("(metadata of {})", path.display()),
         host: Arc::new(super::host_api_denied::DeniedHost),
         metrics: metrics.clone(),
         log_rate: log_rate.clone(),

@@ -211,6 +211,8 @@ fn isolated_operator(
         ])
         .arg("--plugins")
         .arg(plugins)
+        .arg("--policy")
+        .arg(crate::support::test_policy_file(plugins))
         .arg("--kubeconfig")
         .arg(&env.info().operator_kubeconfig)
         .args([

@@ -94,6 +94,14 @@ pub fn test_policy() -> Policy {
     policy_with(CHAOS_ENTRY)
 }
 
+/// [`test_policy`] as a file in `dir`, for an operator started as a process (`--policy`).
+pub fn test_policy_file(dir: &Path) -> PathBuf {
+    let path = dir.join("policy.yaml");
+    let builtin = include_str!("../../deploy/policy.yaml");
+    std::fs::write(&path, format!("{builtin}{CHAOS_ENTRY}")).expect("writing the test policy");
+    path
+}
+
 impl Default for OperatorOptions {
     fn default() -> Self {
         Self {
