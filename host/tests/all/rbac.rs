@@ -1,14 +1,19 @@
-//! The RBAC shipped in `host/deploy/rbac.yaml` is enough: an operator running as that ServiceAccount, with
-//! no other rights, brings KubeRay's samples to ready, autoscaler Role included (Kubernetes only lets it
-//! grant what it holds itself), and runs RayJobs to completion reaching Ray heads directly and through the
-//! API server's proxy (where a stopped job on deletion is a proxied POST).
+//! The RBAC shipped in `host/deploy/` is enough and no more than each routing mode needs: an operator running
+//! as that ServiceAccount with only `rbac.yaml` brings KubeRay's samples to ready, autoscaler Role included
+//! (Kubernetes only lets it grant what it holds itself), and runs RayJobs to completion reaching Ray heads
+//! directly, without any right on the `services/proxy` or `pods/proxy` subresources; with `rbac-proxy.yaml`
+//! added it does the same through the API server's proxy (where a stopped job on deletion is a proxied POST).
 
 use std::{path::Path, time::Duration};
 
-use k8s_openapi::api::{authentication::v1::TokenRequest, core::v1::ServiceAccount};
+use k8s_openapi::api::{
+    authentication::v1::TokenRequest, authorization::v1::SelfSubjectAccessReview, core::v1::ServiceAccount,
+    rbac::v1::ClusterRoleBinding,
+};
 use kube::{
     Api, Client,
     api::{DeleteParams, Patch, PatchParams, PostParams},
+    config::{KubeConfigOptions, Kubeconfig},
 };
 use kuberay_testenv::TestNamespace;
 use serde_json::json;
@@ -28,8 +33,14 @@ async fn apply_cluster_manifest(client: &Client, path: &Path) {
 async fn the_shipped_rbac_is_all_the_operator_needs() {
     let env = env().await;
     let admin = env.client().await.unwrap();
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/rbac.yaml");
-    apply_cluster_manifest(&admin, &manifest).await;
+    let deploy = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy");
+    apply_cluster_manifest(&admin, &deploy.join("rbac.yaml")).await;
+    // Direct mode first, with rbac.yaml alone (a shared environment may hold the proxy binding of a
+    // previous run).
+    let bindings: Api<ClusterRoleBinding> = Api::all(admin.clone());
+    let _ = bindings
+        .delete("kuberay-wasm-proxy", &DeleteParams::default())
+        .await;
 
     // A short-lived token of the operator's ServiceAccount, as a Pod would get.
     let accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), "kuberay-system");
@@ -61,6 +72,13 @@ async fn the_shipped_rbac_is_all_the_operator_needs() {
     .unwrap();
 
     let ns = namespace(env, "rbac").await;
+    let operator_client = client_from(&kubeconfig).await;
+    for subresource in ["services/proxy", "pods/proxy"] {
+        assert!(
+            !may(&operator_client, ns.name(), subresource).await,
+            "rbac.yaml grants {subresource}"
+        );
+    }
     let options = |use_kubernetes_proxy| OperatorOptions {
         plugins: vec![
             kuberay_plugin_artifacts::RAYCLUSTER,
@@ -89,6 +107,12 @@ async fn the_shipped_rbac_is_all_the_operator_needs() {
     assert_eq!(operator.metric("kuberay_wasm_reconcile_errors_total", &[]), 0.0);
     operator.stop().await;
 
+    apply_cluster_manifest(&admin, &deploy.join("rbac-proxy.yaml")).await;
+    eventually("the proxy rights to apply", Duration::from_secs(30), || async {
+        let services = may(&operator_client, ns.name(), "services/proxy").await;
+        (services && may(&operator_client, ns.name(), "pods/proxy").await).then_some(())
+    })
+    .await;
     let operator = start_operator(env, &ns, options(true)).await;
     run_rayjob(&admin, &ns, "proxied").await;
     let proxied = operator.metric(
@@ -106,6 +130,28 @@ async fn the_shipped_rbac_is_all_the_operator_needs() {
     );
     operator.stop().await;
     let _ = std::fs::remove_file(kubeconfig);
+}
+
+async fn client_from(kubeconfig: &Path) -> Client {
+    let kubeconfig = Kubeconfig::read_from(kubeconfig).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .unwrap();
+    Client::try_from(config).unwrap()
+}
+
+/// Whether `client`'s identity may `get` the proxy `subresource` (`services/proxy`) in `namespace`.
+async fn may(client: &Client, namespace: &str, subresource: &str) -> bool {
+    let (resource, subresource) = subresource.split_once('/').unwrap();
+    let review: SelfSubjectAccessReview = serde_json::from_value(json!({
+        "spec": {"resourceAttributes": {
+            "namespace": namespace, "verb": "get", "resource": resource, "subresource": subresource,
+        }},
+    }))
+    .unwrap();
+    let reviews: Api<SelfSubjectAccessReview> = Api::all(client.clone());
+    let answer = reviews.create(&PostParams::default(), &review).await.unwrap();
+    answer.status.is_some_and(|s| s.allowed)
 }
 
 /// Runs a RayJob (on a fake head) to `Complete`, then deletes it: a cluster created and deleted, status,
