@@ -321,7 +321,8 @@ async fn ready_cluster(admin: &Client, namespace: &str, name: &str) {
         ]}}}},
     }))
     .unwrap();
-    clusters.create(&PostParams::default(), &cluster).await.unwrap();
+    let created = clusters.create(&PostParams::default(), &cluster).await.unwrap();
+    let uid = created.metadata.uid.unwrap();
     clusters
         .patch_status(
             name,
@@ -332,7 +333,9 @@ async fn ready_cluster(admin: &Client, namespace: &str, name: &str) {
         .unwrap();
     let services: Api<Service> = Api::namespaced(admin.clone(), namespace);
     let service: Service = serde_json::from_value(json!({
-        "metadata": {"name": format!("{name}-head-svc")},
+        // Controlled by the cluster, as the operator makes it: heads are reached only through those.
+        "metadata": {"name": format!("{name}-head-svc"), "ownerReferences": [{"apiVersion": "ray.io/v1",
+            "kind": "RayCluster", "name": name, "uid": uid, "controller": true}]},
         "spec": {"ports": [{"name": "dashboard", "port": 8265}], "selector": {"ray.io/cluster": name}},
     }))
     .unwrap();
