@@ -11,10 +11,10 @@ use tokio::{
     task::JoinHandle,
 };
 
-/// The plugin components every operator of these tests loads.
-const PLUGINS: [&str; 2] = [
-    kuberay_plugin_artifacts::RAYCLUSTER,
-    kuberay_plugin_artifacts::RAYJOB,
+/// The plugin components and the file names the operator's built-in policy knows them by.
+const PLUGINS: [(&str, &str); 2] = [
+    (kuberay_plugin_artifacts::RAYCLUSTER, "raycluster.wasm"),
+    (kuberay_plugin_artifacts::RAYJOB, "rayjob.wasm"),
 ];
 
 /// Whether the shared compiled-plugin cache holds the plugins yet. The first operator compiles them while
@@ -47,10 +47,8 @@ impl Operator {
             .prefix("kuberay-apiserver-test-plugins-")
             .tempdir()
             .expect("a plugin directory");
-        for plugin in PLUGINS {
-            let source = std::path::Path::new(plugin);
-            std::fs::copy(source, plugins.path().join(source.file_name().unwrap()))
-                .expect("copying a plugin component");
+        for (plugin, file) in PLUGINS {
+            std::fs::copy(plugin, plugins.path().join(file)).expect("copying a plugin component");
         }
         let any_port = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
         let mut config = OperatorConfig::new(plugins.path())
