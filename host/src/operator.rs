@@ -22,6 +22,7 @@ use crate::{
     kubernetes::{KubeBridge, WatchScope},
     metrics::Metrics,
     policy::Policy,
+    raybridge::RayBridge,
     sandbox::{CallBudget, CallLimits, Sandbox, SandboxConfig},
     server::{self, Health},
 };
@@ -211,17 +212,12 @@ pub async fn run_with_metrics(
     } else {
         WatchScope::Namespaces(config.watch_namespaces.clone())
     };
-    let bridge = KubeBridge::new(
-        client,
-        scope.clone(),
-        config.instance.clone(),
-        metrics.clone(),
-        ray,
-        ray_client,
-    );
+    let bridge = KubeBridge::new(client, scope.clone(), config.instance.clone(), metrics.clone());
+    let ray = RayBridge::new(ray, ray_client);
     let shared = Arc::new(Shared {
         sandbox: sandbox.clone(),
         bridge: bridge.clone(),
+        ray,
         permits: Permits::new(usize::from(config.concurrency)),
         failures: Failures::default(),
         metrics: metrics.clone(),

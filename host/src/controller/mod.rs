@@ -19,6 +19,7 @@ pub use self::{backoff::Failures, permits::Permits};
 use crate::{
     kubernetes::{KubeBridge, wait_synced},
     metrics::Metrics,
+    raybridge::RayBridge,
     sandbox::{PluginSlot, Sandbox},
 };
 
@@ -26,6 +27,7 @@ use crate::{
 pub struct Shared {
     pub sandbox: Arc<Sandbox>,
     pub bridge: Arc<KubeBridge>,
+    pub(crate) ray: Arc<RayBridge>,
     pub permits: Permits,
     pub failures: Failures,
     pub metrics: Metrics,

@@ -10,8 +10,9 @@ use tracing::Instrument;
 
 use super::{KindContext, backoff, report};
 use crate::{
-    kubernetes::{ObjectHost, object_host::Primary, strip_host_condition, to_json},
+    kubernetes::{strip_host_condition, to_json},
     metrics::{ErrorLabels, KindLabels, ReconcileLabels},
+    plugin_host::{PluginHost, Primary},
     sandbox::{CallFailure, Export, PluginSlot},
 };
 
@@ -92,18 +93,18 @@ async fn reconcile_one(object: &DynamicObject, ctx: &KindContext, namespace: &st
     } else {
         Export::Reconcile
     };
-    let Ok(resolved) = shared.bridge.discovery.resolve(&ctx.kind).await else {
+    // The kind must resolve (it is served by the API server) before a plugin works on its objects.
+    if shared.bridge.discovery.resolve(&ctx.kind).await.is_err() {
         return Action::requeue(backoff::delay(1));
-    };
+    }
     let primary = Primary {
         kind: ctx.kind.clone(),
-        resolved,
         namespace: namespace.to_string(),
         name: name.to_string(),
         uid: object.uid().unwrap_or_default(),
     };
     let host = Arc::new(
-        ObjectHost::new(shared.bridge.clone(), &plugin_name, primary)
+        PluginHost::new(shared.bridge.clone(), shared.ray.clone(), &plugin_name, primary)
             .with_grant(plugin.grant.clone())
             .with_finalizer(plugin.metadata.finalizer.clone()),
     );

@@ -1,19 +1,18 @@
-//! The Kubernetes bridge: what a plugin's Kubernetes calls do. Reads come from shared watch caches merged
-//! with the plugin's recent writes; writes go to the API server with the plugin's field manager, are skipped
-//! when they would change nothing, and are held to the rules a plugin cannot break: its object's namespace,
-//! a controller owner reference on everything it creates and nothing else tying it to other objects, no
-//! adoption of objects its object does not control, deletes only of what its object owns (`ownership`), and
-//! names that follow Kubernetes' rules before any URL is built from them (`names`).
+//! The Kubernetes bridge, shared by every reconcile: discovery, the watch caches, plugins' recent writes
+//! merged into what they read (`overlay`), the last applied intents that let a write that would change
+//! nothing be skipped (`unchanged`), and the event recorders. It also holds the rules the plugin host
+//! (`crate::plugin_host`) applies to a plugin's writes: a controller owner reference on everything it
+//! creates and nothing else tying it to other objects, no adoption of objects its object does not control
+//! (`ownership`), and names that follow Kubernetes' rules before any URL is built from them (`names`).
 
 mod cache;
 mod discovery;
-mod errors;
+pub(crate) mod errors;
 mod events;
 pub(crate) mod names;
-pub mod object_host;
-mod overlay;
-mod ownership;
-mod unchanged;
+pub(crate) mod overlay;
+pub(crate) mod ownership;
+pub(crate) mod unchanged;
 
 use std::sync::Arc;
 
@@ -25,8 +24,7 @@ use kube::{
     runtime::{events::Reporter, reflector::ObjectRef},
 };
 use kuberay_plugin_sdk::{HostError, Kind, selector::Selector};
-use kuberay_rayhead::{ObjectLookup, RayHeads};
-pub use object_host::ObjectHost;
+use kuberay_rayhead::ObjectLookup;
 use serde_json::Value;
 
 use self::{
@@ -63,15 +61,12 @@ pub struct KubeBridge {
     pub client: Client,
     pub discovery: Discovery,
     pub caches: Caches,
-    overlay: Overlay,
-    applied: LastApplied,
-    events: EventRecorders,
+    /// Plugins' recent writes, merged into what they read.
+    pub(crate) overlay: Overlay,
+    /// What each plugin last applied, to skip applies that would change nothing.
+    pub(crate) applied: LastApplied,
+    pub(crate) events: EventRecorders,
     metrics: Metrics,
-    /// Sends plugins' requests to Ray heads, reading through this bridge (see [`ObjectLookup`]).
-    pub ray: RayHeads,
-    /// The operator's API server connection for proxied Ray requests, without automatic retries: a proxied
-    /// 503 is an answer to pass on, not something to retry for minutes.
-    pub ray_client: Client,
 }
 
 impl KubeBridge {
@@ -80,8 +75,6 @@ impl KubeBridge {
         scope: WatchScope,
         reporter_instance: Option<String>,
         metrics: Metrics,
-        ray: RayHeads,
-        ray_client: Client,
     ) -> Arc<Self> {
         Arc::new(Self {
             discovery: Discovery::new(client.clone()),
@@ -89,8 +82,6 @@ impl KubeBridge {
             overlay: Overlay::default(),
             applied: LastApplied::default(),
             events: EventRecorders::new(client.clone(), reporter_instance),
-            ray,
-            ray_client,
             client,
             metrics,
         })

@@ -12,7 +12,7 @@ use super::{
     file::ContentRules,
     grant::Grant,
 };
-use crate::kubernetes::{KubeBridge, object_host::Primary};
+use crate::{kubernetes::KubeBridge, plugin_host::Primary};
 
 /// The content checks of one reconcile.
 pub(crate) struct Guard<'a> {

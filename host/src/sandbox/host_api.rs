@@ -1,6 +1,6 @@
 //! The boundary between the sandbox and the outside world. The sandbox checks a plugin's grant and then
-//! calls these; the Kubernetes bridge implements them against the API server (adding the namespace and
-//! ownership rules), and tests and benchmarks implement them in memory.
+//! calls these; the plugin host (`crate::plugin_host`) implements them against the API server and Ray heads
+//! (adding the namespace, ownership and content rules), and tests and benchmarks implement them in memory.
 
 use futures::future::BoxFuture;
 use kuberay_plugin_sdk::{Event, HostError, Kind, LogLevel, RayRequest, RayResponse};

@@ -8,7 +8,7 @@
 //! - it runs only inside wasmtime, with WASI that has no files, environment, arguments, sockets or name
 //!   lookups; its only ways out are the `kuberay:plugin` imports;
 //! - every import call is checked against the plugin's grant (what it asked for intersected with the
-//!   administrator's policy entry for its file, see [`crate::policy`]) and then, in the Kubernetes bridge,
+//!   administrator's policy entry for its file, see [`crate::policy`]) and then, in the plugin host,
 //!   against the reconciled object (its namespace, its owner references) and the policy's content rules;
 //! - each call gets a fresh Store: nothing survives from one reconcile to the next, so a plugin cannot leak
 //!   data between objects or accumulate state;

@@ -1,0 +1,64 @@
+//! A plugin's requests to Ray heads: which clusters it may reach (the object it reconciles, a RayCluster that
+//! object owns, or the one it selects), and sending through the Ray bridge, which finds the head with the
+//! Kubernetes bridge.
+
+use kuberay_plugin_sdk::{HostError, Kind, RayRequest, RayResponse};
+use serde_json::Value;
+
+use super::{PluginHost, str_at};
+use crate::sandbox::host_api::HostResult;
+
+impl PluginHost {
+    /// Whether the plugin may send requests to `cluster`: the object being reconciled, a RayCluster it owns,
+    /// or the one it selects (`spec.clusterSelector["ray.io/cluster"]`, as a RayJob does).
+    async fn may_reach(&self, cluster: &Value) -> HostResult<bool> {
+        let name = str_at(cluster, "/metadata/name").unwrap_or_default();
+        let is_primary = self.primary.kind == Kind::new("ray.io", "v1", "RayCluster")
+            && str_at(cluster, "/metadata/uid") == Some(self.primary.uid.as_str());
+        if is_primary || self.owned_by_primary(cluster) {
+            return Ok(true);
+        }
+        let primary = self.primary_now().await?;
+        Ok(primary
+            .pointer("/spec/clusterSelector/ray.io~1cluster")
+            .and_then(Value::as_str)
+            == Some(name))
+    }
+
+    /// Sends a request to a Ray cluster's head, if the plugin may reach that cluster.
+    pub(super) async fn send_to_ray(&self, request: RayRequest) -> HostResult<RayResponse> {
+        let clusters = Kind::new("ray.io", "v1", "RayCluster");
+        self.check_names("ray-send", &clusters, Some(&request.cluster))?;
+        if let Err(e) = kuberay_rayhead::validate_path(&request.path) {
+            return Err(self.refuse("ray-send", &clusters, e.to_string()));
+        }
+        let cluster = self
+            .kube
+            .read(&clusters, &self.primary.namespace, &request.cluster)
+            .await?
+            .ok_or_else(|| HostError::NotFound(format!("RayCluster {} does not exist", request.cluster)))?;
+        if !self.may_reach(&cluster).await? {
+            return Err(self.refuse(
+                "ray-send",
+                &clusters,
+                format!(
+                    "RayCluster {} is neither the reconciled object, nor owned by it, nor selected by it",
+                    request.cluster
+                ),
+            ));
+        }
+        let sent = self
+            .ray
+            .send(self.kube.as_ref(), &self.primary.namespace, &cluster, &request)
+            .await;
+        if let Some(route) = sent.route {
+            self.kube.metrics().ray_request(route, sent.outcome());
+        }
+        match sent.result {
+            Err(HostError::Forbidden(message)) if sent.refused => {
+                Err(self.refuse("ray-send", &clusters, message))
+            }
+            result => result,
+        }
+    }
+}
