@@ -1,11 +1,10 @@
 //! One plugin call: a fresh Store with its limits, the grant checked on every host call, and the outcome
 //! classified so the operator can report a plugin that loops, traps or runs out of memory.
+//! The WIT types a plugin passes are converted to and from the host API's in `wit.rs`.
 
 use std::{sync::Arc, time::Duration};
 
-use kuberay_plugin_sdk::{
-    Event, EventType, HostError, Kind, LogLevel, PortRole, RayRequest, RayTarget, Verb,
-};
+use kuberay_plugin_sdk::{HostError, Kind, Verb};
 use serde_json::Value;
 use wasmtime::{Engine, Store, component::ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
@@ -17,6 +16,7 @@ use super::{
     limits::StoreLimits,
     log_guard::{self, LogRate},
     stdio::LogStream,
+    wit,
 };
 use crate::{
     metrics::Metrics,
@@ -155,7 +155,7 @@ impl CallState {
             }
             Err(e) => {
                 self.ctx.metrics.host_call(&self.ctx.plugin, verb, "error");
-                Err(error_to_wit(e))
+                Err(wit::error(e))
             }
         }
     }
@@ -179,35 +179,6 @@ async fn checked<T>(
     call.await
 }
 
-fn kind_from_wit(kind: wit_types::Kind) -> Kind {
-    Kind {
-        group: kind.group,
-        version: kind.version,
-        kind: kind.kind,
-    }
-}
-
-fn error_to_wit(e: HostError) -> wit_types::HostError {
-    use wit_types::HostError as W;
-    match e {
-        HostError::Forbidden(m) => W::Forbidden(m),
-        HostError::NotFound(m) => W::NotFound(m),
-        HostError::Conflict(m) => W::Conflict(m),
-        HostError::Invalid(m) => W::Invalid(m),
-        HostError::Unavailable(m) => W::Unavailable(m),
-        HostError::Internal(m) => W::Internal(m),
-    }
-}
-
-/// The object a plugin passed, with its kind.
-fn parse_object(text: &str) -> Result<(Kind, Value), wit_types::HostError> {
-    let value: Value = serde_json::from_str(text)
-        .map_err(|e| wit_types::HostError::Invalid(format!("object is not JSON: {e}")))?;
-    let kind = Kind::of_object(&value)
-        .ok_or_else(|| wit_types::HostError::Invalid("object has no apiVersion and kind".into()))?;
-    Ok((kind, value))
-}
-
 impl wit_types::Host for CallState {}
 
 impl wit_k8s::Host for CallState {
@@ -219,7 +190,7 @@ impl wit_k8s::Host for CallState {
         self.spend(Cost::Read)?;
         self.kind_input(&kind)?;
         self.input("name", &name, budget::MAX_NAME_BYTES)?;
-        let kind = kind_from_wit(kind);
+        let kind = wit::kind(kind);
         let call = self.ctx.host.get(kind.clone(), name);
         let result = checked(self.check(&kind, Verb::Get), call).await;
         self.finish("get", &kind, result.map(|o| o.map(|v| v.to_string())))
@@ -233,7 +204,7 @@ impl wit_k8s::Host for CallState {
         self.spend(Cost::Read)?;
         self.kind_input(&kind)?;
         self.input("label selector", &label_selector, budget::MAX_SELECTOR_BYTES)?;
-        let kind = kind_from_wit(kind);
+        let kind = wit::kind(kind);
         let call = self.ctx.host.list(kind.clone(), label_selector);
         let result = checked(self.check(&kind, Verb::List), call).await;
         if let Ok(items) = &result {
@@ -247,7 +218,7 @@ impl wit_k8s::Host for CallState {
     async fn create(&mut self, object: String) -> Result<String, wit_types::HostError> {
         self.spend(Cost::Write)?;
         self.input("object", &object, budget::MAX_OBJECT_BYTES)?;
-        let (kind, value) = parse_object(&object)?;
+        let (kind, value) = wit::parse_object(&object)?;
         let call = self.ctx.host.create(kind.clone(), value);
         let result = checked(self.check(&kind, Verb::Create), call).await;
         self.finish("create", &kind, result.map(|v| v.to_string()))
@@ -256,7 +227,7 @@ impl wit_k8s::Host for CallState {
     async fn apply(&mut self, object: String) -> Result<String, wit_types::HostError> {
         self.spend(Cost::Write)?;
         self.input("object", &object, budget::MAX_OBJECT_BYTES)?;
-        let (kind, value) = parse_object(&object)?;
+        let (kind, value) = wit::parse_object(&object)?;
         let call = self.ctx.host.apply(kind.clone(), value);
         let result = checked(self.check(&kind, Verb::Apply), call).await;
         self.finish("apply", &kind, result.map(|v| v.to_string()))
@@ -266,8 +237,7 @@ impl wit_k8s::Host for CallState {
         self.spend(Cost::Write)?;
         self.input("status", &status, budget::MAX_OBJECT_BYTES)?;
         let kind = self.ctx.primary_kind.clone();
-        let value: Value = serde_json::from_str(&status)
-            .map_err(|e| wit_types::HostError::Invalid(format!("status is not JSON: {e}")))?;
+        let value = wit::parse_status(&status)?;
         let call = self.ctx.host.apply_status(value);
         let result = checked(self.check(&kind, Verb::ApplyStatus), call).await;
         self.finish("apply-status", &kind, result)
@@ -283,7 +253,7 @@ impl wit_k8s::Host for CallState {
         self.kind_input(&kind)?;
         self.input("name", &name, budget::MAX_NAME_BYTES)?;
         self.input("uid", uid.as_deref().unwrap_or_default(), budget::MAX_NAME_BYTES)?;
-        let kind = kind_from_wit(kind);
+        let kind = wit::kind(kind);
         let call = self.ctx.host.delete(kind.clone(), name, uid);
         let result = checked(self.check(&kind, Verb::Delete), call).await;
         self.finish("delete", &kind, result)
@@ -317,17 +287,7 @@ impl wit_k8s::Host for CallState {
             self.input("related name", name, budget::MAX_NAME_BYTES)?;
         }
         let kind = self.ctx.primary_kind.clone();
-        let event = Event {
-            event_type: match event.event_type {
-                wit_k8s::EventType::Normal => EventType::Normal,
-                wit_k8s::EventType::Warning => EventType::Warning,
-            },
-            reason: event.reason,
-            action: event.action,
-            note: event.note,
-            related: event.related.map(|(k, n)| (kind_from_wit(k), n)),
-        };
-        let call = self.ctx.host.record_event(event);
+        let call = self.ctx.host.record_event(wit::event(event));
         let result = checked(self.check(&kind, Verb::RecordEvent), call).await;
         self.finish("record-event", &kind, result)
     }
@@ -340,14 +300,7 @@ impl wit_log::Host for CallState {
         }
         let message = log_guard::escape(&message, log_guard::MAX_LOG_TEXT);
         let fields = log_guard::escape_fields(&fields);
-        let level = match level {
-            wit_log::Level::Trace => LogLevel::Trace,
-            wit_log::Level::Debug => LogLevel::Debug,
-            wit_log::Level::Info => LogLevel::Info,
-            wit_log::Level::Warn => LogLevel::Warn,
-            wit_log::Level::Error => LogLevel::Error,
-        };
-        self.ctx.host.log(level, &message, &fields);
+        self.ctx.host.log(wit::log_level(level), &message, &fields);
     }
 }
 
@@ -363,29 +316,9 @@ impl wit_ray::Host for CallState {
             );
             return self.finish("ray-send", &clusters, Err(HostError::Forbidden(message)));
         }
-        let request = RayRequest {
-            cluster: request.cluster,
-            role: match request.role {
-                wit_ray::PortRole::Dashboard => PortRole::Dashboard,
-                wit_ray::PortRole::Serve => PortRole::Serve,
-                wit_ray::PortRole::DashboardAgent => PortRole::DashboardAgent,
-            },
-            target: match request.target {
-                wit_ray::Target::Cluster => RayTarget::Cluster,
-                wit_ray::Target::HeadPod => RayTarget::HeadPod,
-            },
-            method: request.method,
-            path: request.path,
-            headers: request.headers,
-            body: request.body,
-        };
+        let request = wit::ray_request(request);
         let result = self.ctx.host.ray(request).await;
-        self.finish("ray-send", &clusters, result)
-            .map(|r| wit_ray::Response {
-                status: r.status,
-                headers: r.headers,
-                body: r.body,
-            })
+        self.finish("ray-send", &clusters, result).map(wit::ray_response)
     }
 }
 

@@ -38,6 +38,7 @@ mod log_guard;
 pub mod plugin;
 pub mod registry;
 mod stdio;
+mod wit;
 
 pub use budget::CallBudget;
 pub use call::{CallFailure, CallLimits, Export};
