@@ -1,28 +1,36 @@
 //! kuberay-wasm: a KubeRay-compatible Kubernetes operator whose reconcile logic runs in sandboxed
 //! WebAssembly components.
 //!
-//! - [`sandbox`]: wasmtime, plugin loading and reloading, limits and grants (and the threat model); its
-//!   `call` runs one plugin call and checks every host call against the grant before handing it on;
-//! - `plugin_host`: the host API one reconcile's plugin sees (the sandbox's `HostApi`), built from the
-//!   Kubernetes bridge and the Ray bridge side by side: its objects (namespace, owner, name and content
-//!   rules), which Ray clusters it may reach, its events and its log lines;
-//! - [`kubernetes`]: the Kubernetes bridge: discovery, watch caches, read-your-writes, skipped no-op
-//!   applies, event recorders, and the ownership and naming rules the plugin host applies;
+//! The public API is what the binary, the tests, the benchmarks and the API server use: [`run`] and
+//! [`run_with_metrics`] with an [`OperatorConfig`], [`metrics::Metrics`], [`policy::Policy`] and the
+//! [`sandbox`]'s `Sandbox` (loading and calling a plugin outside the operator). Everything else is internal.
+//!
+//! Layout, from the plugin outwards:
+//!
+//! - [`sandbox`]: wasmtime, plugin loading and reloading, limits and grants (and the threat model);
+//!   `sandbox/call.rs` runs one plugin call and checks every host call against the grant before handing it
+//!   to the host API ([`sandbox::host_api::HostApi`]); `sandbox/wit.rs` converts the WIT types;
+//! - `plugin_host`: the host API one reconcile's plugin sees, built from the Kubernetes bridge and the Ray
+//!   bridge side by side, one concept per file: its objects (namespace, owner, name and content rules),
+//!   which Ray clusters it may reach, its events and its log lines;
+//! - `kubernetes`: the Kubernetes bridge: discovery, watch caches, read-your-writes, skipped no-op applies,
+//!   event recorders, and the ownership and naming rules the plugin host applies;
 //! - `raybridge`: the Ray bridge: sending to Ray heads (HTTP to them is [`kuberay_rayhead`]'s, shared with
 //!   the API server), finding them through the Kubernetes bridge;
 //! - [`policy`]: the administrator's policy: which plugins run, their grants, what their objects may contain;
-//! - [`controller`]: the reconcile queues;
-//! - [`operator`]: wiring, configuration and shutdown; [`server`] and [`metrics`]: observability.
+//! - `controller`: the reconcile queues;
+//! - `operator`: wiring, configuration and shutdown; `server` and [`metrics`]: observability;
+//!   [`telemetry`]: logging.
 
-pub mod controller;
-pub mod kubernetes;
+pub(crate) mod controller;
+pub(crate) mod kubernetes;
 pub mod metrics;
-pub mod operator;
+mod operator;
 pub(crate) mod plugin_host;
 pub mod policy;
 pub(crate) mod raybridge;
 pub mod sandbox;
-pub mod server;
+pub(crate) mod server;
 pub mod telemetry;
 
-pub use operator::{OperatorConfig, run, run_with_metrics};
+pub use operator::{OperatorConfig, OperatorError, run, run_with_metrics};

@@ -9,80 +9,80 @@ use prometheus_client::{
 };
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct ReconcileLabels {
-    pub kind: String,
-    pub plugin: String,
-    pub result: String,
+pub(crate) struct ReconcileLabels {
+    pub(crate) kind: String,
+    pub(crate) plugin: String,
+    pub(crate) result: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct ErrorLabels {
-    pub kind: String,
-    pub plugin: String,
-    pub reason: String,
+pub(crate) struct ErrorLabels {
+    pub(crate) kind: String,
+    pub(crate) plugin: String,
+    pub(crate) reason: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct KindLabels {
-    pub kind: String,
+pub(crate) struct KindLabels {
+    pub(crate) kind: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct CallLabels {
-    pub plugin: String,
-    pub export: String,
+pub(crate) struct CallLabels {
+    pub(crate) plugin: String,
+    pub(crate) export: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct HostCallLabels {
-    pub plugin: String,
-    pub verb: String,
-    pub outcome: String,
+pub(crate) struct HostCallLabels {
+    pub(crate) plugin: String,
+    pub(crate) verb: String,
+    pub(crate) outcome: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct WriteLabels {
-    pub plugin: String,
-    pub verb: String,
-    pub result: String,
+pub(crate) struct WriteLabels {
+    pub(crate) plugin: String,
+    pub(crate) verb: String,
+    pub(crate) result: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct RefusalLabels {
-    pub plugin: String,
-    pub verb: String,
-    pub kind: String,
+pub(crate) struct RefusalLabels {
+    pub(crate) plugin: String,
+    pub(crate) verb: String,
+    pub(crate) kind: String,
 }
 
 /// A plugin file the policy refused: the entry's name (or `unknown`) and a reason of a fixed set.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct PluginRefusalLabels {
-    pub plugin: String,
-    pub reason: String,
+pub(crate) struct PluginRefusalLabels {
+    pub(crate) plugin: String,
+    pub(crate) reason: String,
 }
 
 /// A plugin limit that was exceeded (`limit` is one of a fixed set of names, never the plugin's text).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct LimitLabels {
-    pub plugin: String,
-    pub limit: String,
+pub(crate) struct LimitLabels {
+    pub(crate) plugin: String,
+    pub(crate) limit: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct PluginLabels {
-    pub plugin: String,
+pub(crate) struct PluginLabels {
+    pub(crate) plugin: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct LoadLabels {
-    pub plugin: String,
-    pub source: String,
+pub(crate) struct LoadLabels {
+    pub(crate) plugin: String,
+    pub(crate) source: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct RayLabels {
-    pub route: String,
-    pub outcome: String,
+pub(crate) struct RayLabels {
+    pub(crate) route: String,
+    pub(crate) outcome: String,
 }
 
 fn duration_histogram() -> Histogram {
@@ -95,19 +95,20 @@ fn duration_histogram() -> Histogram {
 #[derive(Clone)]
 pub struct Metrics {
     registry: Arc<Registry>,
-    pub reconciles: Family<ReconcileLabels, Counter>,
-    pub reconcile_errors: Family<ErrorLabels, Counter>,
-    pub reconcile_duration: Family<KindLabels, Histogram>,
-    pub plugin_call_duration: Family<CallLabels, Histogram>,
-    pub host_calls: Family<HostCallLabels, Counter>,
-    pub refused_calls: Family<RefusalLabels, Counter>,
-    pub api_writes: Family<WriteLabels, Counter>,
-    pub plugin_loads: Family<LoadLabels, Counter>,
-    pub plugin_refusals: Family<PluginRefusalLabels, Counter>,
+    pub(crate) reconciles: Family<ReconcileLabels, Counter>,
+    pub(crate) reconcile_errors: Family<ErrorLabels, Counter>,
+    pub(crate) reconcile_duration: Family<KindLabels, Histogram>,
+    pub(crate) plugin_call_duration: Family<CallLabels, Histogram>,
+    pub(crate) host_calls: Family<HostCallLabels, Counter>,
+    pub(crate) refused_calls: Family<RefusalLabels, Counter>,
+    pub(crate) api_writes: Family<WriteLabels, Counter>,
+    pub(crate) plugin_loads: Family<LoadLabels, Counter>,
+    pub(crate) plugin_refusals: Family<PluginRefusalLabels, Counter>,
+    /// Plugins loaded and ready (`kuberay_wasm_plugins_loaded`); embedders and tests wait on it.
     pub plugins_loaded: Gauge,
-    pub ray_requests: Family<RayLabels, Counter>,
-    pub limits_exceeded: Family<LimitLabels, Counter>,
-    pub log_lines_dropped: Family<PluginLabels, Counter>,
+    pub(crate) ray_requests: Family<RayLabels, Counter>,
+    pub(crate) limits_exceeded: Family<LimitLabels, Counter>,
+    pub(crate) log_lines_dropped: Family<PluginLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -226,7 +227,7 @@ impl Metrics {
         out
     }
 
-    pub fn host_call(&self, plugin: &str, verb: &str, outcome: &str) {
+    pub(crate) fn host_call(&self, plugin: &str, verb: &str, outcome: &str) {
         self.host_calls
             .get_or_create(&HostCallLabels {
                 plugin: plugin.into(),
@@ -236,7 +237,7 @@ impl Metrics {
             .inc();
     }
 
-    pub fn write(&self, plugin: &str, verb: &str, written: bool) {
+    pub(crate) fn write(&self, plugin: &str, verb: &str, written: bool) {
         let result = if written { "written" } else { "skipped" };
         self.api_writes
             .get_or_create(&WriteLabels {
@@ -248,7 +249,7 @@ impl Metrics {
     }
 
     /// One request to a Ray head (`route` and `outcome` as [`kuberay_rayhead::Sent`] reports them).
-    pub fn ray_request(&self, route: &str, outcome: &str) {
+    pub(crate) fn ray_request(&self, route: &str, outcome: &str) {
         self.ray_requests
             .get_or_create(&RayLabels {
                 route: route.into(),
@@ -258,7 +259,7 @@ impl Metrics {
     }
 
     /// A plugin file refused by the policy.
-    pub fn plugin_refused(&self, plugin: &str, reason: &str) {
+    pub(crate) fn plugin_refused(&self, plugin: &str, reason: &str) {
         self.plugin_refusals
             .get_or_create(&PluginRefusalLabels {
                 plugin: plugin.into(),
@@ -268,7 +269,7 @@ impl Metrics {
     }
 
     /// A plugin call that exceeded `limit` (a fixed name from the sandbox's budget).
-    pub fn limit_exceeded(&self, plugin: &str, limit: &'static str) {
+    pub(crate) fn limit_exceeded(&self, plugin: &str, limit: &'static str) {
         self.limits_exceeded
             .get_or_create(&LimitLabels {
                 plugin: plugin.into(),
@@ -278,7 +279,7 @@ impl Metrics {
     }
 
     /// A plugin log line dropped by the rate limit.
-    pub fn log_dropped(&self, plugin: &str) {
+    pub(crate) fn log_dropped(&self, plugin: &str) {
         self.log_lines_dropped
             .get_or_create(&PluginLabels {
                 plugin: plugin.into(),
@@ -287,7 +288,7 @@ impl Metrics {
     }
 
     /// A host call refused by the policy (counted once, also as a host call with outcome `refused`).
-    pub fn refused(&self, plugin: &str, verb: &str, kind: &str) {
+    pub(crate) fn refused(&self, plugin: &str, verb: &str, kind: &str) {
         self.refused_calls
             .get_or_create(&RefusalLabels {
                 plugin: plugin.into(),

@@ -99,12 +99,6 @@ impl OperatorConfig {
     }
 
     #[must_use]
-    pub fn with_call_budget(mut self, budget: CallBudget) -> Self {
-        self.plugin_budget = budget;
-        self
-    }
-
-    #[must_use]
     pub fn with_watch_namespaces(mut self, namespaces: Vec<String>) -> Self {
         self.watch_namespaces = namespaces;
         self

@@ -14,7 +14,7 @@ use axum::{Router, extract::State, http::StatusCode, response::IntoResponse, rou
 use crate::metrics::Metrics;
 
 #[derive(Clone)]
-pub struct Health {
+pub(crate) struct Health {
     pub metrics: Metrics,
     pub ready: Arc<AtomicBool>,
 }
@@ -46,7 +46,7 @@ async fn readyz(State(health): State<Health>) -> impl IntoResponse {
 }
 
 /// Binds `addr` and serves until `shutdown` resolves.
-pub async fn serve(
+pub(crate) async fn serve(
     addr: SocketAddr,
     health: Health,
     shutdown: impl Future<Output = ()> + Send + 'static,

@@ -10,23 +10,23 @@ const MAX: Duration = Duration::from_secs(300);
 const CAP: usize = 50_000;
 
 /// `1s, 2s, 4s, ...` up to five minutes.
-pub fn delay(attempt: u32) -> Duration {
+pub(crate) fn delay(attempt: u32) -> Duration {
     let factor = 2u32.saturating_pow(attempt.saturating_sub(1));
     FIRST.saturating_mul(factor).min(MAX)
 }
 
 #[derive(Default)]
-pub struct Failures {
+pub(crate) struct Failures {
     counts: Mutex<HashMap<String, u32>>,
 }
 
 impl Failures {
-    pub fn get(&self, key: &str) -> u32 {
+    pub(crate) fn get(&self, key: &str) -> u32 {
         self.lock().get(key).copied().unwrap_or(0)
     }
 
     /// Records a failure; returns the number in a row.
-    pub fn record(&self, key: &str) -> u32 {
+    pub(crate) fn record(&self, key: &str) -> u32 {
         let mut counts = self.lock();
         if counts.len() >= CAP && !counts.contains_key(key) {
             let victim = counts.keys().next().cloned();
@@ -39,7 +39,7 @@ impl Failures {
         *count
     }
 
-    pub fn reset(&self, key: &str) {
+    pub(crate) fn reset(&self, key: &str) {
         self.lock().remove(key);
     }
 

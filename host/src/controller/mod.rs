@@ -9,13 +9,13 @@ mod reconcile;
 mod report;
 mod triggers;
 
-use std::{sync::Arc, time::Duration};
+use std::sync::Arc;
 
 use futures::StreamExt;
 use kube::runtime::{Controller, controller};
 use kuberay_plugin_sdk::Kind;
 
-pub use self::{backoff::Failures, permits::Permits};
+pub(crate) use self::{backoff::Failures, permits::Permits};
 use crate::{
     kubernetes::{KubeBridge, wait_synced},
     metrics::Metrics,
@@ -24,7 +24,7 @@ use crate::{
 };
 
 /// What every controller shares.
-pub struct Shared {
+pub(crate) struct Shared {
     pub sandbox: Arc<Sandbox>,
     pub bridge: Arc<KubeBridge>,
     pub(crate) ray: Arc<RayBridge>,
@@ -34,19 +34,19 @@ pub struct Shared {
 }
 
 /// The context of one kind's controller.
-pub struct KindContext {
+pub(crate) struct KindContext {
     pub kind: Kind,
     pub shared: Arc<Shared>,
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum ControllerError {
+pub(crate) enum ControllerError {
     #[error("resolving {kind}: {message}")]
     Resolve { kind: Kind, message: String },
 }
 
 /// Starts the controllers for `kind` (one per watched scope) and runs them until `shutdown` resolves.
-pub async fn run(
+pub(crate) async fn run(
     kind: Kind,
     shared: Arc<Shared>,
     concurrency: u16,
@@ -164,9 +164,4 @@ async fn namespaced_owned_kind(shared: &Shared, kind: &Kind, child: &Kind) -> Re
         tracing::warn!(%kind, owned = %child, "not watching a cluster-scoped owned kind; plugins own only namespaced objects");
     }
     Ok(resolved.namespaced)
-}
-
-/// How long to wait before retrying an object that failed `attempt` times in a row.
-pub fn retry_delay(attempt: u32) -> Duration {
-    backoff::delay(attempt)
 }

@@ -8,7 +8,7 @@ use std::{collections::HashMap, sync::Mutex};
 use tokio::sync::{Notify, Semaphore, SemaphorePermit};
 
 /// The operator's reconcile permits.
-pub struct Permits {
+pub(crate) struct Permits {
     global: Semaphore,
     total: usize,
     /// Permits held (or being waited for) per plugin; entries go when they drop to zero.
@@ -17,7 +17,7 @@ pub struct Permits {
 }
 
 /// One running reconcile's permit; released when dropped.
-pub struct Permit<'a> {
+pub(crate) struct Permit<'a> {
     _share: Share<'a>,
     _global: SemaphorePermit<'a>,
 }
@@ -30,7 +30,7 @@ struct Share<'a> {
 
 impl Permits {
     /// `total` permits (at least one).
-    pub fn new(total: usize) -> Self {
+    pub(crate) fn new(total: usize) -> Self {
         let total = total.max(1);
         Self {
             global: Semaphore::new(total),
@@ -41,12 +41,12 @@ impl Permits {
     }
 
     /// The most permits one plugin may hold while `plugins` are loaded.
-    pub fn share(&self, plugins: usize) -> usize {
+    pub(crate) fn share(&self, plugins: usize) -> usize {
         self.total.div_ceil(plugins.max(1)).max(1)
     }
 
     /// Waits for a permit for `plugin` (one of `plugins` loaded); `None` once the permits are closed.
-    pub async fn acquire(&self, plugin: &str, plugins: usize) -> Option<Permit<'_>> {
+    pub(crate) async fn acquire(&self, plugin: &str, plugins: usize) -> Option<Permit<'_>> {
         let share = self.share(plugins);
         loop {
             // Registered before the check, so a release in between is not missed.
@@ -94,7 +94,8 @@ impl Permits {
     }
 
     /// Permits `plugin` holds or is about to hold.
-    pub fn held_by(&self, plugin: &str) -> usize {
+    #[cfg(test)]
+    pub(crate) fn held_by(&self, plugin: &str) -> usize {
         self.lock().get(plugin).copied().unwrap_or(0)
     }
 

@@ -24,13 +24,13 @@ const MAX_REQUEUE: std::time::Duration = std::time::Duration::from_secs(24 * 360
 /// Never returned: every failure is handled (reported, backed off) inside [`reconcile`].
 #[derive(Debug, thiserror::Error)]
 #[error("unreachable")]
-pub struct Never;
+pub(crate) struct Never;
 
-pub fn error_policy(_object: Arc<DynamicObject>, _error: &Never, _ctx: Arc<KindContext>) -> Action {
+pub(crate) fn error_policy(_object: Arc<DynamicObject>, _error: &Never, _ctx: Arc<KindContext>) -> Action {
     Action::requeue(backoff::delay(1))
 }
 
-pub async fn reconcile(object: Arc<DynamicObject>, ctx: Arc<KindContext>) -> Result<Action, Never> {
+pub(crate) async fn reconcile(object: Arc<DynamicObject>, ctx: Arc<KindContext>) -> Result<Action, Never> {
     let namespace = object.namespace().unwrap_or_default();
     let name = object.name_any();
     let span = tracing::info_span!("reconcile", kind = %ctx.kind.kind, %namespace, %name);

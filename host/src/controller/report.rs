@@ -37,7 +37,7 @@ fn host_condition(object: &Value) -> Option<&Value> {
         .and_then(|conditions| conditions.iter().find(|c| c["type"] == CONDITION))
 }
 
-pub async fn failure(
+pub(crate) async fn failure(
     shared: &Shared,
     kind: &Kind,
     plugin: &str,
@@ -104,7 +104,7 @@ pub async fn failure(
 }
 
 /// Removes the failure condition after a successful reconcile, if there is one.
-pub async fn recovered(shared: &Shared, kind: &Kind, plugin: &str, object: &Value) {
+pub(crate) async fn recovered(shared: &Shared, kind: &Kind, plugin: &str, object: &Value) {
     if host_condition(object).is_none() {
         return;
     }

@@ -23,7 +23,7 @@ fn receiver_stream(
     stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|o| (o, rx)) })
 }
 
-pub fn all_changes(rx: UnboundedReceiver<Arc<DynamicObject>>) -> impl Stream<Item = Changes> + Send {
+pub(crate) fn all_changes(rx: UnboundedReceiver<Arc<DynamicObject>>) -> impl Stream<Item = Changes> + Send {
     receiver_stream(rx).map(|o| Ok((*o).clone()))
 }
 
@@ -72,7 +72,7 @@ impl Seen {
 }
 
 /// Changes of the reconciled kind (whose cache is `store`) that should queue a reconcile.
-pub fn primary_changes(
+pub(crate) fn primary_changes(
     rx: UnboundedReceiver<Arc<DynamicObject>>,
     store: Store<DynamicObject>,
 ) -> impl Stream<Item = Changes> + Send {

@@ -24,24 +24,17 @@ use super::discovery::Resolved;
 
 /// Which namespaces the operator watches.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum WatchScope {
+pub(crate) enum WatchScope {
     All,
     Namespaces(Vec<String>),
 }
 
 impl WatchScope {
     /// The cache scopes: `None` for all namespaces, or each namespace.
-    pub fn scopes(&self) -> Vec<Option<String>> {
+    pub(crate) fn scopes(&self) -> Vec<Option<String>> {
         match self {
             Self::All => vec![None],
             Self::Namespaces(list) => list.iter().cloned().map(Some).collect(),
-        }
-    }
-
-    pub fn contains(&self, namespace: &str) -> bool {
-        match self {
-            Self::All => true,
-            Self::Namespaces(list) => list.iter().any(|n| n == namespace),
         }
     }
 
@@ -62,14 +55,14 @@ struct Entry {
     task: JoinHandle<()>,
 }
 
-pub struct Caches {
+pub(crate) struct Caches {
     client: Client,
     scope: WatchScope,
     entries: Mutex<HashMap<(Kind, Option<String>), Entry>>,
 }
 
 impl Caches {
-    pub fn new(client: Client, scope: WatchScope) -> Self {
+    pub(crate) fn new(client: Client, scope: WatchScope) -> Self {
         Self {
             client,
             scope,
@@ -77,12 +70,12 @@ impl Caches {
         }
     }
 
-    pub fn scope(&self) -> &WatchScope {
+    pub(crate) fn scope(&self) -> &WatchScope {
         &self.scope
     }
 
     /// Starts watching `kind` in every scope, unless already watched.
-    pub fn ensure(&self, kind: &Kind, resolved: &Resolved) {
+    pub(crate) fn ensure(&self, kind: &Kind, resolved: &Resolved) {
         let mut entries = self.lock();
         for scope in self.scope.scopes() {
             let key = (kind.clone(), scope.clone());
@@ -129,14 +122,14 @@ impl Caches {
     }
 
     /// The store holding objects of `kind` in `namespace`, if watched.
-    pub fn store(&self, kind: &Kind, namespace: &str) -> Option<Store<DynamicObject>> {
+    pub(crate) fn store(&self, kind: &Kind, namespace: &str) -> Option<Store<DynamicObject>> {
         self.lock()
             .get(&(kind.clone(), self.scope.scope_of(namespace)))
             .map(|e| e.store.clone())
     }
 
     /// The store of one scope (`None` = all namespaces).
-    pub fn scope_store(&self, kind: &Kind, scope: &Option<String>) -> Option<Store<DynamicObject>> {
+    pub(crate) fn scope_store(&self, kind: &Kind, scope: &Option<String>) -> Option<Store<DynamicObject>> {
         self.lock()
             .get(&(kind.clone(), scope.clone()))
             .map(|e| e.store.clone())
@@ -145,7 +138,7 @@ impl Caches {
     /// A stream of every object of `kind` in `scope`: first those already cached, then every one that
     /// changes or goes away. (An object may come twice around the moment of subscribing; consumers are
     /// idempotent.)
-    pub fn subscribe(
+    pub(crate) fn subscribe(
         &self,
         kind: &Kind,
         scope: &Option<String>,
@@ -165,19 +158,14 @@ impl Caches {
     }
 
     /// Waits until every cache has listed its objects once.
-    pub async fn wait_ready(&self) {
+    pub(crate) async fn wait_ready(&self) {
         let stores: Vec<Store<DynamicObject>> = self.lock().values().map(|e| e.store.clone()).collect();
         for store in stores {
             wait_synced(&store).await;
         }
     }
 
-    /// Whether every cache has listed its objects once.
-    pub fn ready(&self) -> bool {
-        self.lock().values().all(|e| is_synced(&e.store))
-    }
-
-    pub fn shutdown(&self) {
+    pub(crate) fn shutdown(&self) {
         for entry in self.lock().values() {
             entry.task.abort();
         }
@@ -191,7 +179,7 @@ impl Caches {
 }
 
 /// Whether a store has listed its objects once.
-pub fn is_synced(store: &Store<DynamicObject>) -> bool {
+pub(crate) fn is_synced(store: &Store<DynamicObject>) -> bool {
     use futures::FutureExt;
     matches!(store.wait_until_ready().now_or_never(), Some(Ok(())))
 }
@@ -199,7 +187,7 @@ pub fn is_synced(store: &Store<DynamicObject>) -> bool {
 /// Waits until a store has listed its objects once. This polls rather than awaiting
 /// `Store::wait_until_ready`, which wakes only the most recent of several waiters, and several controllers
 /// (and the readiness probe) wait on the same stores.
-pub async fn wait_synced(store: &Store<DynamicObject>) {
+pub(crate) async fn wait_synced(store: &Store<DynamicObject>) {
     while !is_synced(store) {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }

@@ -13,25 +13,25 @@ use super::errors::from_kube;
 use crate::sandbox::host_api::HostResult;
 
 #[derive(Debug, Clone)]
-pub struct Resolved {
+pub(crate) struct Resolved {
     pub resource: ApiResource,
     pub namespaced: bool,
 }
 
-pub struct Discovery {
+pub(crate) struct Discovery {
     client: Client,
     known: Mutex<HashMap<Kind, Resolved>>,
 }
 
 impl Discovery {
-    pub fn new(client: Client) -> Self {
+    pub(crate) fn new(client: Client) -> Self {
         Self {
             client,
             known: Mutex::default(),
         }
     }
 
-    pub async fn resolve(&self, kind: &Kind) -> HostResult<Resolved> {
+    pub(crate) async fn resolve(&self, kind: &Kind) -> HostResult<Resolved> {
         if let Some(found) = self.lock().get(kind) {
             return Ok(found.clone());
         }

@@ -2,7 +2,7 @@
 
 use kuberay_plugin_sdk::HostError;
 
-pub fn from_kube(e: kube::Error) -> HostError {
+pub(crate) fn from_kube(e: kube::Error) -> HostError {
     match e {
         kube::Error::Api(status) => {
             let message = format!("{} ({})", status.message, status.reason);

@@ -8,14 +8,14 @@ use kube::{
     runtime::events::{Recorder, Reporter},
 };
 
-pub struct EventRecorders {
+pub(crate) struct EventRecorders {
     client: Client,
     instance: Option<String>,
     recorders: Mutex<HashMap<String, Recorder>>,
 }
 
 impl EventRecorders {
-    pub fn new(client: Client, instance: Option<String>) -> Self {
+    pub(crate) fn new(client: Client, instance: Option<String>) -> Self {
         Self {
             client,
             instance,
@@ -23,14 +23,14 @@ impl EventRecorders {
         }
     }
 
-    pub fn reporter(&self, plugin: &str) -> Reporter {
+    pub(crate) fn reporter(&self, plugin: &str) -> Reporter {
         Reporter {
             controller: format!("{plugin}-controller"),
             instance: self.instance.clone(),
         }
     }
 
-    pub fn recorder(&self, plugin: &str) -> Recorder {
+    pub(crate) fn recorder(&self, plugin: &str) -> Recorder {
         let mut recorders = self
             .recorders
             .lock()

@@ -16,12 +16,12 @@ pub(crate) mod unchanged;
 
 use std::sync::Arc;
 
-pub use cache::{Caches, WatchScope, wait_synced};
-pub use discovery::{Discovery, Resolved};
+pub(crate) use cache::{Caches, WatchScope, wait_synced};
+pub(crate) use discovery::{Discovery, Resolved};
 use kube::{
     Api, Client,
     api::{DynamicObject, ListParams},
-    runtime::{events::Reporter, reflector::ObjectRef},
+    runtime::reflector::ObjectRef,
 };
 use kuberay_plugin_sdk::{HostError, Kind, selector::Selector};
 use kuberay_rayhead::ObjectLookup;
@@ -35,14 +35,14 @@ use self::{
 use crate::{metrics::Metrics, sandbox::host_api::HostResult};
 
 /// Field manager of the host's own writes (the failure condition on an object's status).
-pub const HOST_FIELD_MANAGER: &str = "kuberay-wasm";
+pub(crate) const HOST_FIELD_MANAGER: &str = "kuberay-wasm";
 
 /// The status condition the host owns on reconciled objects (`Reconciled=False` while reconciling fails).
 /// Plugins neither see it nor write it.
-pub const HOST_CONDITION: &str = "Reconciled";
+pub(crate) const HOST_CONDITION: &str = "Reconciled";
 
 /// Removes the host's condition from an object's status.
-pub fn strip_host_condition(object: &mut Value) {
+pub(crate) fn strip_host_condition(object: &mut Value) {
     if let Some(conditions) = object
         .pointer_mut("/status/conditions")
         .and_then(Value::as_array_mut)
@@ -52,12 +52,12 @@ pub fn strip_host_condition(object: &mut Value) {
 }
 
 /// Field manager of a plugin's writes.
-pub fn field_manager(plugin: &str) -> String {
+pub(crate) fn field_manager(plugin: &str) -> String {
     format!("kuberay-wasm/{plugin}")
 }
 
 /// Shared by every reconcile.
-pub struct KubeBridge {
+pub(crate) struct KubeBridge {
     pub client: Client,
     pub discovery: Discovery,
     pub caches: Caches,
@@ -70,7 +70,7 @@ pub struct KubeBridge {
 }
 
 impl KubeBridge {
-    pub fn new(
+    pub(crate) fn new(
         client: Client,
         scope: WatchScope,
         reporter_instance: Option<String>,
@@ -88,14 +88,14 @@ impl KubeBridge {
     }
 
     /// Starts watching a kind (idempotent).
-    pub async fn watch(&self, kind: &Kind) -> HostResult<Resolved> {
+    pub(crate) async fn watch(&self, kind: &Kind) -> HostResult<Resolved> {
         let resolved = self.discovery.resolve(kind).await?;
         self.caches.ensure(kind, &resolved);
         Ok(resolved)
     }
 
     /// An object as plugins see it (cache plus recent writes), as JSON.
-    pub async fn read(&self, kind: &Kind, namespace: &str, name: &str) -> HostResult<Option<Value>> {
+    pub(crate) async fn read(&self, kind: &Kind, namespace: &str, name: &str) -> HostResult<Option<Value>> {
         let resolved = self.discovery.resolve(kind).await?;
         let key = Key {
             kind: kind.clone(),
@@ -122,7 +122,12 @@ impl KubeBridge {
 
     /// Objects of `kind` in `namespace` matching a label selector, as plugins see them (cache plus recent
     /// writes; a direct list for kinds that are not cached).
-    pub async fn list(&self, kind: &Kind, namespace: &str, label_selector: &str) -> HostResult<Vec<Value>> {
+    pub(crate) async fn list(
+        &self,
+        kind: &Kind,
+        namespace: &str,
+        label_selector: &str,
+    ) -> HostResult<Vec<Value>> {
         let selector = Selector::parse(label_selector).map_err(|e| HostError::Invalid(e.to_string()))?;
         let cached = match self.caches.store(kind, namespace) {
             Some(store) => store
@@ -149,16 +154,12 @@ impl KubeBridge {
         Ok(self.overlay.merge_list(kind, namespace, cached, &selector))
     }
 
-    pub fn reporter(&self, plugin: &str) -> Reporter {
-        self.events.reporter(plugin)
-    }
-
     /// The event recorder of `plugin`'s reconciles.
-    pub fn recorder(&self, plugin: &str) -> kube::runtime::events::Recorder {
+    pub(crate) fn recorder(&self, plugin: &str) -> kube::runtime::events::Recorder {
         self.events.recorder(plugin)
     }
 
-    pub fn metrics(&self) -> &Metrics {
+    pub(crate) fn metrics(&self) -> &Metrics {
         &self.metrics
     }
 }

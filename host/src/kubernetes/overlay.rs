@@ -17,7 +17,7 @@ const RETENTION: Duration = Duration::from_secs(60);
 const CAP: usize = 20_000;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Key {
+pub(crate) struct Key {
     pub kind: Kind,
     pub namespace: String,
     pub name: String,
@@ -37,7 +37,7 @@ impl Entry {
 }
 
 #[derive(Default)]
-pub struct Overlay {
+pub(crate) struct Overlay {
     entries: Mutex<HashMap<Key, Entry>>,
 }
 
@@ -54,7 +54,7 @@ fn uid(object: &Value) -> Option<&str> {
 }
 
 impl Overlay {
-    pub fn record_write(&self, key: Key, object: Value) {
+    pub(crate) fn record_write(&self, key: Key, object: Value) {
         self.insert(
             key,
             Entry::Written {
@@ -64,7 +64,7 @@ impl Overlay {
         );
     }
 
-    pub fn record_delete(&self, key: Key, uid: Option<String>) {
+    pub(crate) fn record_delete(&self, key: Key, uid: Option<String>) {
         self.insert(
             key,
             Entry::Deleted {
@@ -99,7 +99,7 @@ impl Overlay {
 
     /// The object as the plugin should see it, given what the cache has. Entries the cache has caught up
     /// with are dropped.
-    pub fn merge(&self, key: &Key, cached: Option<Value>) -> Option<Value> {
+    pub(crate) fn merge(&self, key: &Key, cached: Option<Value>) -> Option<Value> {
         let mut entries = self.lock();
         let Some(entry) = entries.get(key) else {
             return cached;
@@ -130,7 +130,7 @@ impl Overlay {
 
     /// A list from the cache with the overlay applied: recent writes added or replaced, recent deletions
     /// removed.
-    pub fn merge_list(
+    pub(crate) fn merge_list(
         &self,
         kind: &Kind,
         namespace: &str,

@@ -15,7 +15,7 @@ use super::overlay::Key;
 /// Whether every value in `intent` is present, equal, in `live`. Lists whose objects all carry a `name` (or
 /// a `type`, as conditions do) are matched by that key, the way Kubernetes merges containers, ports and
 /// conditions; other lists must match element by element.
-pub fn is_subset(intent: &Value, live: &Value) -> bool {
+pub(crate) fn is_subset(intent: &Value, live: &Value) -> bool {
     match (intent, live) {
         (Value::Object(want), Value::Object(have)) => want.iter().all(|(k, v)| match have.get(k) {
             Some(h) => is_subset(v, h),
@@ -55,19 +55,19 @@ type Hashes = HashMap<(Key, &'static str), (u64, u64)>;
 
 /// What each plugin last applied to each object (as a hash), per subresource, with when it was last used.
 #[derive(Default)]
-pub struct LastApplied {
+pub(crate) struct LastApplied {
     hashes: Mutex<Hashes>,
     clock: std::sync::atomic::AtomicU64,
 }
 
-pub fn intent_hash(intent: &Value) -> u64 {
+pub(crate) fn intent_hash(intent: &Value) -> u64 {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     intent.to_string().hash(&mut hasher);
     hasher.finish()
 }
 
 impl LastApplied {
-    pub fn same_as_last(&self, key: &Key, subresource: &'static str, hash: u64) -> bool {
+    pub(crate) fn same_as_last(&self, key: &Key, subresource: &'static str, hash: u64) -> bool {
         let tick = self.tick();
         match self.lock().get_mut(&(key.clone(), subresource)) {
             Some((last, used)) => {
@@ -78,7 +78,7 @@ impl LastApplied {
         }
     }
 
-    pub fn record(&self, key: Key, subresource: &'static str, hash: u64) {
+    pub(crate) fn record(&self, key: Key, subresource: &'static str, hash: u64) {
         let tick = self.tick();
         let mut hashes = self.lock();
         hashes.insert((key, subresource), (hash, tick));
@@ -102,7 +102,7 @@ impl LastApplied {
         self.clock.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     }
 
-    pub fn forget(&self, key: &Key) {
+    pub(crate) fn forget(&self, key: &Key) {
         self.lock().retain(|(k, _), _| k != key);
     }
 

@@ -23,7 +23,7 @@ pub enum PolicyError {
 /// A Pod Security Standards profile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Profile {
+pub(crate) enum Profile {
     /// No check.
     Privileged,
     /// No privileged containers, host namespaces, hostPath, host ports or added capabilities.
@@ -35,35 +35,35 @@ pub enum Profile {
 /// Which Secrets a plugin may touch, beyond none.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct SecretAccess {
+pub(crate) struct SecretAccess {
     /// Secrets the reconciled object controls (owner reference with `controller: true` and its uid), or
     /// that an object it controls controls (a RayJob's RayCluster's token Secret).
     #[serde(default)]
-    pub owned: bool,
+    pub(crate) owned: bool,
     /// Secrets the reconciled object's spec names (`secretName`, `secretKeyRef`, `secretRef`, ...).
     #[serde(default)]
-    pub named_in_spec: bool,
+    pub(crate) named_in_spec: bool,
 }
 
 impl SecretAccess {
     /// Whether any Secret at all may be touched.
-    pub fn any(self) -> bool {
+    pub(crate) fn any(self) -> bool {
         self.owned || self.named_in_spec
     }
 }
 
 /// What a granted object may contain.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ContentRules {
-    pub pod_security: Profile,
+pub(crate) struct ContentRules {
+    pub(crate) pod_security: Profile,
     /// Capabilities containers may add beyond the profile's.
-    pub extra_capabilities: BTreeSet<String>,
+    pub(crate) extra_capabilities: BTreeSet<String>,
     /// Service types a plugin may create (`spec.type`; absent is ClusterIP).
-    pub service_types: BTreeSet<String>,
+    pub(crate) service_types: BTreeSet<String>,
     /// ServiceAccounts Pods may run as besides `default`, those the reconciled object controls and those
     /// its spec names.
-    pub service_accounts: BTreeSet<String>,
-    pub secrets: SecretAccess,
+    pub(crate) service_accounts: BTreeSet<String>,
+    pub(crate) secrets: SecretAccess,
 }
 
 impl Default for ContentRules {
@@ -82,23 +82,22 @@ impl Default for ContentRules {
 #[derive(Debug, Clone)]
 pub struct Entry {
     /// The administrator's name for it: the plugin must call itself this, and metrics use it.
-    pub name: String,
+    pub(crate) name: String,
     /// Its file name in the plugin directory.
-    pub file: String,
+    pub(crate) file: String,
     /// Optional pin: the SHA-256 (hex) of the component file.
     pub sha256: Option<String>,
-    pub reconciles: Kind,
-    pub owns: BTreeSet<Kind>,
-    pub verbs: BTreeMap<Kind, BTreeSet<Verb>>,
-    pub ray_heads: bool,
-    pub rules: ContentRules,
+    pub(crate) reconciles: Kind,
+    pub(crate) owns: BTreeSet<Kind>,
+    pub(crate) verbs: BTreeMap<Kind, BTreeSet<Verb>>,
+    pub(crate) ray_heads: bool,
+    pub(crate) rules: ContentRules,
 }
 
 /// The administrator's policy: which plugins run and what each may do.
 #[derive(Debug, Clone)]
 pub struct Policy {
     entries: Vec<Entry>,
-    named_kinds: BTreeSet<Kind>,
 }
 
 #[derive(Deserialize)]
@@ -146,7 +145,7 @@ const SERVICE_TYPES: [&str; 4] = ["ClusterIP", "NodePort", "LoadBalancer", "Exte
 /// Whether a plugin may never reconcile `kind`: built-in Kubernetes kinds (the core group, `*.k8s.io`,
 /// apps, batch, autoscaling, policy) would hand it every Secret, ServiceAccount, Role or workload of a
 /// namespace as input. Plugins reconcile custom resources.
-pub fn is_sensitive_reconciled_kind(kind: &Kind) -> bool {
+pub(crate) fn is_sensitive_reconciled_kind(kind: &Kind) -> bool {
     let group = kind.group.as_str();
     group.is_empty()
         || group == "k8s.io"
@@ -155,7 +154,7 @@ pub fn is_sensitive_reconciled_kind(kind: &Kind) -> bool {
 }
 
 /// Parses `group/version/Kind` or `version/Kind` (the core group), as kinds are printed.
-pub fn parse_kind(text: &str) -> Result<Kind, PolicyError> {
+pub(crate) fn parse_kind(text: &str) -> Result<Kind, PolicyError> {
     let invalid = || PolicyError::Invalid(format!("{text:?} is not a kind (group/version/Kind or v1/Kind)"));
     let (api_version, kind) = text.rsplit_once('/').ok_or_else(invalid)?;
     let kind = Kind::from_api_version(api_version, kind);
@@ -171,7 +170,7 @@ pub fn parse_kind(text: &str) -> Result<Kind, PolicyError> {
 }
 
 /// Parses a verb as plugins' capabilities name them (`get`, `apply-status`, ...).
-pub fn parse_verb(text: &str) -> Result<Verb, PolicyError> {
+pub(crate) fn parse_verb(text: &str) -> Result<Verb, PolicyError> {
     Verb::ALL
         .into_iter()
         .find(|v| verb_name(*v) == text)
@@ -179,7 +178,7 @@ pub fn parse_verb(text: &str) -> Result<Verb, PolicyError> {
 }
 
 /// The name of a verb in policies and metrics.
-pub fn verb_name(verb: Verb) -> &'static str {
+pub(crate) fn verb_name(verb: Verb) -> &'static str {
     match verb {
         Verb::Get => "get",
         Verb::List => "list",
@@ -308,15 +307,7 @@ impl Policy {
                 }
             }
         }
-        let named_kinds = entries
-            .iter()
-            .flat_map(|e| {
-                std::iter::once(e.reconciles.clone())
-                    .chain(e.owns.iter().cloned())
-                    .chain(e.verbs.keys().cloned())
-            })
-            .collect();
-        Ok(Self { entries, named_kinds })
+        Ok(Self { entries })
     }
 
     /// Reads and parses the policy at `path`.
@@ -338,18 +329,13 @@ impl Policy {
     }
 
     /// The entry for the plugin file named `file`.
-    pub fn entry_for_file(&self, file: &str) -> Option<&Entry> {
+    pub(crate) fn entry_for_file(&self, file: &str) -> Option<&Entry> {
         self.entries.iter().find(|e| e.file == file)
     }
 
     /// Every entry.
     pub fn entries(&self) -> &[Entry] {
         &self.entries
-    }
-
-    /// Whether the policy names `kind` anywhere (metrics label refusals with such kinds only).
-    pub fn names_kind(&self, kind: &Kind) -> bool {
-        self.named_kinds.contains(kind)
     }
 }
 
@@ -365,7 +351,13 @@ mod tests {
         assert!(raycluster.rules.secrets.owned);
         assert!(policy.entry_for_file("rayjob.wasm").is_some());
         assert!(policy.entry_for_file("chaos.wasm").is_none());
-        assert!(policy.names_kind(&Kind::new("", "v1", "Pod")));
+        let pod = Kind::new("", "v1", "Pod");
+        assert!(
+            policy
+                .entries()
+                .iter()
+                .any(|e| e.owns.contains(&pod) || e.verbs.contains_key(&pod))
+        );
     }
 
     #[test]

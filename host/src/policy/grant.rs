@@ -18,9 +18,9 @@ pub struct Grant {
     pub entry: String,
     verbs: BTreeMap<Kind, BTreeSet<Verb>>,
     /// Owned kinds (watched for changes).
-    pub owns: BTreeSet<Kind>,
+    pub(crate) owns: BTreeSet<Kind>,
     pub ray_heads: bool,
-    pub rules: Option<ContentRules>,
+    pub(crate) rules: Option<ContentRules>,
     /// What was asked for but not granted, for the load log.
     pub withheld: Vec<String>,
     /// Kinds the whole policy names: the only kinds metrics may carry as labels.
@@ -43,16 +43,16 @@ fn secret_kind() -> Kind {
 
 impl Grant {
     /// Whether any verb is granted on `kind`.
-    pub fn covers(&self, kind: &Kind) -> bool {
+    pub(crate) fn covers(&self, kind: &Kind) -> bool {
         self.verbs.get(kind).is_some_and(|verbs| !verbs.is_empty())
     }
 
-    pub fn allows(&self, kind: &Kind, verb: Verb) -> bool {
+    pub(crate) fn allows(&self, kind: &Kind, verb: Verb) -> bool {
         self.verbs.get(kind).is_some_and(|verbs| verbs.contains(&verb))
     }
 
     /// `kind` as a metric label: itself if the policy names it, else `other`.
-    pub fn kind_label(&self, kind: &Kind) -> String {
+    pub(crate) fn kind_label(&self, kind: &Kind) -> String {
         if self.labelled_kinds.contains(kind) {
             kind.to_string()
         } else {
@@ -72,7 +72,7 @@ impl Grant {
     }
 
     /// What this grant holds that `running` does not, if anything.
-    pub fn exceeds(&self, running: &Grant) -> Option<String> {
+    pub(crate) fn exceeds(&self, running: &Grant) -> Option<String> {
         for (kind, verbs) in &self.verbs {
             if let Some(verb) = verbs.iter().find(|v| !running.allows(kind, **v)) {
                 return Some(format!("{} on {kind}", verb_name(*verb)));
@@ -95,7 +95,7 @@ fn refusal(entry: &str, reason: &'static str, message: String) -> LoadRefusal {
 
 /// The grant of the plugin in the file `file` (digest `sha256`) that describes itself as `metadata`, or why
 /// it may not run.
-pub fn grant_for(
+pub(crate) fn grant_for(
     policy: &Policy,
     file: &str,
     sha256: &str,

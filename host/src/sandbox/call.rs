@@ -38,20 +38,20 @@ pub struct CallLimits {
 #[derive(Clone)]
 pub struct CallContext {
     /// The policy entry's name (administrator-chosen; the plugin's identity in logs and metrics).
-    pub plugin: Arc<str>,
-    pub primary_kind: Kind,
+    pub(crate) plugin: Arc<str>,
+    pub(crate) primary_kind: Kind,
     /// The grant; its entry name is `plugin`.
-    pub grant: Arc<Grant>,
+    pub(crate) grant: Arc<Grant>,
     /// `namespace/name` of the object, for logs.
-    pub object: String,
-    pub host: Arc<dyn HostApi>,
-    pub metrics: Metrics,
+    pub(crate) object: String,
+    pub(crate) host: Arc<dyn HostApi>,
+    pub(crate) metrics: Metrics,
     /// The plugin's log rate limit, shared by all its calls.
     pub(crate) log_rate: Arc<LogRate>,
 }
 
 /// The data of a Store: WASI with nothing in it, the limits, and the call's context.
-pub struct CallState {
+pub(crate) struct CallState {
     wasi: WasiCtx,
     table: ResourceTable,
     limiter: StoreLimits,
@@ -62,7 +62,7 @@ pub struct CallState {
 }
 
 impl CallState {
-    pub fn new(ctx: CallContext, limits: &CallLimits) -> Self {
+    pub(crate) fn new(ctx: CallContext, limits: &CallLimits) -> Self {
         let stdout = LogStream::new("stdout", &ctx);
         let stderr = LogStream::new("stderr", &ctx);
         // No files, environment, arguments, sockets or name lookups: the builder starts empty and the
@@ -350,7 +350,7 @@ pub enum Export {
 }
 
 impl Export {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Reconcile => "reconcile",
             Self::Cleanup => "cleanup",
@@ -377,7 +377,7 @@ pub enum CallFailure {
 
 impl CallFailure {
     /// A short UpperCamelCase reason for events, conditions and metrics.
-    pub fn reason(&self) -> &'static str {
+    pub(crate) fn reason(&self) -> &'static str {
         match self {
             Self::TimedOut(_) => "PluginTimedOut",
             Self::MemoryExceeded(_) => "PluginMemoryExceeded",
@@ -417,7 +417,7 @@ fn new_store(engine: &Engine, state: CallState) -> Store<CallState> {
 }
 
 /// Instantiates the plugin in a fresh Store and calls `reconcile` or `cleanup`.
-pub async fn call(
+pub(crate) async fn call(
     engine: &Engine,
     pre: &ReconcilePluginPre<CallState>,
     state: CallState,
@@ -454,7 +454,7 @@ pub async fn call(
 }
 
 /// Calls `metadata` in a throw-away Store (at load time, with no host access).
-pub async fn metadata(
+pub(crate) async fn metadata(
     engine: &Engine,
     pre: &ReconcilePluginPre<CallState>,
     state: CallState,

@@ -26,13 +26,13 @@ use wasmtime::{Engine, component::Component};
 
 /// Where a component came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
+pub(crate) enum Source {
     Cache,
     Compiled,
 }
 
 impl Source {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Cache => "cache",
             Self::Compiled => "compiled",
@@ -41,23 +41,23 @@ impl Source {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum CacheError {
+pub(crate) enum CacheError {
     #[error("compiling the component: {0:#}")]
     Compile(wasmtime::Error),
 }
 
-pub struct CompileCache {
+pub(crate) struct CompileCache {
     dir: Option<PathBuf>,
     engine_hash: String,
 }
 
-pub fn sha256_hex(bytes: &[u8]) -> String {
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 impl CompileCache {
     /// A cache in `dir` (created if missing, mode 0700), or none.
-    pub fn new(engine: &Engine, dir: Option<PathBuf>) -> Self {
+    pub(crate) fn new(engine: &Engine, dir: Option<PathBuf>) -> Self {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
         let dir = dir.and_then(|dir| match create_private_dir(&dir) {
@@ -84,7 +84,7 @@ impl CompileCache {
 
     /// The component for `wasm` (whose SHA-256 is `digest`): from the cache if a valid entry exists,
     /// otherwise compiled and stored.
-    pub fn load(
+    pub(crate) fn load(
         &self,
         engine: &Engine,
         wasm: &[u8],

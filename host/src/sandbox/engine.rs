@@ -26,11 +26,11 @@ pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 
 /// How the engine allocates instances.
 #[derive(Debug, Clone, Copy)]
-pub struct EngineConfig {
+pub(crate) struct EngineConfig {
     /// Linear memory one call may grow to.
-    pub memory_bytes: usize,
+    pub(crate) memory_bytes: usize,
     /// Calls that may run at once (reconciles plus plugin loads); sizes the instance pool.
-    pub max_concurrent_calls: u32,
+    pub(crate) max_concurrent_calls: u32,
 }
 
 /// Memory kept mapped per pool slot between calls, so a fresh instance does not fault in its heap again; a
@@ -55,7 +55,7 @@ pub(super) fn base_config() -> Config {
 /// Instances come from a pooling allocator, which makes a fresh instance per reconcile cheap (about a third
 /// less per call in `benches/plugin_call.rs`). Pooling reserves address space up front, which some hosts
 /// refuse; then, or with `KUBERAY_WASM_POOLING=0`, instances are allocated on demand.
-pub fn engine(settings: EngineConfig) -> wasmtime::Result<Engine> {
+pub(crate) fn engine(settings: EngineConfig) -> wasmtime::Result<Engine> {
     let pooling_wanted = std::env::var("KUBERAY_WASM_POOLING").map_or(true, |v| v != "0");
     if pooling_wanted {
         let slots = settings.max_concurrent_calls.max(1);
@@ -88,13 +88,13 @@ pub fn engine(settings: EngineConfig) -> wasmtime::Result<Engine> {
 }
 
 /// Advances the engine's epoch every [`EPOCH_TICK`] on a dedicated thread until dropped.
-pub struct EpochTicker {
+pub(crate) struct EpochTicker {
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl EpochTicker {
-    pub fn start(engine: &Engine) -> Self {
+    pub(crate) fn start(engine: &Engine) -> Self {
         let weak = engine.weak();
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();

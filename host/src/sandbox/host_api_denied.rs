@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::host_api::{HostApi, HostResult};
 
-pub struct DeniedHost;
+pub(crate) struct DeniedHost;
 
 fn denied<'a, T: Send + 'a>() -> BoxFuture<'a, HostResult<T>> {
     Box::pin(async {

@@ -24,24 +24,24 @@
 //!
 //! Not covered: a plugin that is granted a capability can use it fully within those rules (for example delete
 //! every Pod its object owns); the operator's own RBAC is the outer bound. Compiled artifacts in the on-disk
-//! cache are trusted (see [`compile_cache`]).
+//! cache are trusted (see `compile_cache.rs`).
 
-pub mod bindings;
+pub(crate) mod bindings;
 mod budget;
-pub mod call;
-pub mod compile_cache;
+pub(crate) mod call;
+pub(crate) mod compile_cache;
 mod engine;
 pub mod host_api;
 mod host_api_denied;
 mod limits;
 mod log_guard;
-pub mod plugin;
-pub mod registry;
+pub(crate) mod plugin;
+pub(crate) mod registry;
 mod stdio;
 mod wit;
 
 pub use budget::CallBudget;
-pub use call::{CallFailure, CallLimits, Export};
-pub use engine::{EPOCH_TICK, EngineConfig, EpochTicker, engine};
-pub use plugin::LoadedPlugin;
-pub use registry::{PluginSlot, Sandbox, SandboxConfig};
+pub use call::{CallContext, CallFailure, CallLimits, Export};
+pub use plugin::{LoadError, LoadedPlugin};
+pub(crate) use registry::PluginSlot;
+pub use registry::{Sandbox, SandboxConfig, SandboxError};

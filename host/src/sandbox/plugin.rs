@@ -42,7 +42,7 @@ pub struct LoadedPlugin {
     pub metadata: PluginMetadata,
     /// SHA-256 of the component file.
     pub digest: String,
-    pub source: Source,
+    pub(crate) source: Source,
     pub grant: Arc<Grant>,
     pre: ReconcilePluginPre<CallState>,
     /// The rate limit of its log lines, shared by all its calls.
@@ -50,12 +50,12 @@ pub struct LoadedPlugin {
 }
 
 impl LoadedPlugin {
-    pub fn pre(&self) -> &ReconcilePluginPre<CallState> {
+    pub(crate) fn pre(&self) -> &ReconcilePluginPre<CallState> {
         &self.pre
     }
 
     /// The context of one call for the object `object` (`namespace/name`).
-    pub fn context(&self, object: String, host: Arc<dyn HostApi>, metrics: Metrics) -> CallContext {
+    pub(crate) fn context(&self, object: String, host: Arc<dyn HostApi>, metrics: Metrics) -> CallContext {
         CallContext {
             plugin: self.grant.entry.as_str().into(),
             primary_kind: self.metadata.reconciles.clone(),
@@ -70,7 +70,7 @@ impl LoadedPlugin {
 
 /// The linker every plugin is instantiated with: WASI p2 (which a Rust guest always imports, backed by an
 /// empty context) and the kuberay:plugin interfaces.
-pub fn linker(engine: &Engine) -> wasmtime::Result<Linker<CallState>> {
+pub(crate) fn linker(engine: &Engine) -> wasmtime::Result<Linker<CallState>> {
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
     ReconcilePlugin::add_to_linker::<CallState, wasmtime::component::HasSelf<CallState>>(&mut linker, |s| s)?;
@@ -78,7 +78,7 @@ pub fn linker(engine: &Engine) -> wasmtime::Result<Linker<CallState>> {
 }
 
 /// Compiles (or loads from the cache) and validates the component at `path`.
-pub async fn load(
+pub(crate) async fn load(
     engine: &Engine,
     linker: &Linker<CallState>,
     cache: &Arc<CompileCache>,

@@ -37,7 +37,7 @@ pub struct SandboxConfig {
 
 /// What serves a kind.
 #[derive(Clone)]
-pub enum PluginSlot {
+pub(crate) enum PluginSlot {
     Ready(Arc<LoadedPlugin>),
     /// The plugin that served the kind is gone or broken.
     Unavailable {
@@ -73,7 +73,7 @@ pub enum SandboxError {
 
 /// What a scan changed.
 #[derive(Debug, Default)]
-pub struct ScanReport {
+pub(crate) struct ScanReport {
     /// Kinds served by a plugin for the first time.
     pub new_kinds: Vec<Kind>,
     pub loaded: Vec<String>,
@@ -102,14 +102,6 @@ impl Sandbox {
         }))
     }
 
-    pub fn engine(&self) -> &Engine {
-        &self.engine
-    }
-
-    pub fn limits(&self) -> CallLimits {
-        self.config.limits
-    }
-
     /// Loads one plugin file without registering it.
     pub async fn load_file(&self, path: &Path) -> Result<LoadedPlugin, LoadError> {
         plugin::load(
@@ -125,7 +117,7 @@ impl Sandbox {
     }
 
     /// Loads new and changed `*.wasm` files of `dir` and retires removed ones.
-    pub async fn scan(&self, dir: &Path) -> Result<ScanReport, SandboxError> {
+    pub(crate) async fn scan(&self, dir: &Path) -> Result<ScanReport, SandboxError> {
         let mut report = ScanReport::default();
         let mut present = Vec::new();
         let entries = std::fs::read_dir(dir).map_err(|source| SandboxError::Directory {
@@ -311,7 +303,7 @@ impl Sandbox {
     }
 
     /// What serves `kind`, if anything ever did.
-    pub fn plugin_for(&self, kind: &Kind) -> Option<PluginSlot> {
+    pub(crate) fn plugin_for(&self, kind: &Kind) -> Option<PluginSlot> {
         self.by_kind
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -320,7 +312,7 @@ impl Sandbox {
     }
 
     /// Every ready plugin.
-    pub fn plugins(&self) -> Vec<Arc<LoadedPlugin>> {
+    pub(crate) fn plugins(&self) -> Vec<Arc<LoadedPlugin>> {
         self.by_kind
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -22,7 +22,7 @@ use crate::metrics::Metrics;
 const BUDGET: usize = 64 * 1024;
 
 #[derive(Clone)]
-pub struct LogStream {
+pub(crate) struct LogStream {
     inner: Arc<Mutex<Lines>>,
 }
 
@@ -39,7 +39,7 @@ struct Lines {
 
 impl LogStream {
     /// The `stream` (`stdout` or `stderr`) of the call `ctx`.
-    pub fn new(stream: &'static str, ctx: &CallContext) -> Self {
+    pub(crate) fn new(stream: &'static str, ctx: &CallContext) -> Self {
         Self {
             inner: Arc::new(Mutex::new(Lines {
                 stream,
@@ -55,7 +55,7 @@ impl LogStream {
     }
 
     /// Emits a final partial line, if any.
-    pub fn flush(&self) {
+    pub(crate) fn flush(&self) {
         let mut lines = self
             .inner
             .lock()
