@@ -118,6 +118,7 @@ impl Default for Metrics {
 }
 
 impl Metrics {
+    /// A fresh registry with every metric of the operator.
     pub fn new() -> Self {
         let mut registry = Registry::with_prefix("kuberay_wasm");
         let reconciles = Family::<ReconcileLabels, Counter>::default();

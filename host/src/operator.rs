@@ -30,21 +30,29 @@ use crate::{
 /// Everything the operator can be told. Build it with [`OperatorConfig::new`] and the `with_*` methods.
 #[derive(Debug, Clone)]
 pub struct OperatorConfig {
+    /// The directory plugin components (`*.wasm`) are loaded from.
     pub plugins_dir: PathBuf,
     /// Empty: all namespaces.
     pub watch_namespaces: Vec<String>,
+    /// Reconciles that may run at once, across all kinds.
     pub concurrency: u16,
+    /// Wall time of one plugin call, host calls included.
     pub plugin_timeout: Duration,
+    /// Linear memory one plugin call may grow to.
     pub plugin_memory_bytes: usize,
     /// Host calls, writes, events and list sizes one plugin call may use.
     pub plugin_budget: CallBudget,
     /// How often the plugin directory is rescanned; `None` loads it once.
     pub reload_interval: Option<Duration>,
+    /// Where compiled plugins are cached; `None` compiles every time.
     pub cache_dir: Option<PathBuf>,
     /// The administrator's policy; `None` is the built-in one (`host/deploy/policy.yaml`).
     pub policy: Option<Arc<Policy>>,
+    /// Where `/metrics` is served.
     pub metrics_addr: SocketAddr,
+    /// Where `/healthz` and `/readyz` are served.
     pub health_addr: SocketAddr,
+    /// A kubeconfig file; `None` infers the configuration (in-cluster or the default kubeconfig).
     pub kubeconfig: Option<PathBuf>,
     /// Identifies this replica in events (the Pod name in a cluster).
     pub instance: Option<String>,
@@ -53,6 +61,7 @@ pub struct OperatorConfig {
 }
 
 impl OperatorConfig {
+    /// The defaults, loading plugins from `plugins_dir`.
     pub fn new(plugins_dir: impl Into<PathBuf>) -> Self {
         Self {
             plugins_dir: plugins_dir.into(),
@@ -72,12 +81,14 @@ impl OperatorConfig {
         }
     }
 
+    /// Connects with the kubeconfig at `path`.
     #[must_use]
     pub fn with_kubeconfig(mut self, path: impl Into<PathBuf>) -> Self {
         self.kubeconfig = Some(path.into());
         self
     }
 
+    /// Serves metrics and health on these addresses.
     #[must_use]
     pub fn with_addrs(mut self, metrics: SocketAddr, health: SocketAddr) -> Self {
         self.metrics_addr = metrics;
@@ -85,12 +96,14 @@ impl OperatorConfig {
         self
     }
 
+    /// Caches compiled plugins in `dir`.
     #[must_use]
     pub fn with_cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.cache_dir = Some(dir.into());
         self
     }
 
+    /// Limits each plugin call to `timeout` and `memory_bytes` of linear memory.
     #[must_use]
     pub fn with_limits(mut self, timeout: Duration, memory_bytes: usize) -> Self {
         self.plugin_timeout = timeout;
@@ -98,30 +111,35 @@ impl OperatorConfig {
         self
     }
 
+    /// Watches only these namespaces (empty: all).
     #[must_use]
     pub fn with_watch_namespaces(mut self, namespaces: Vec<String>) -> Self {
         self.watch_namespaces = namespaces;
         self
     }
 
+    /// Runs at most `concurrency` reconciles at once (at least one).
     #[must_use]
     pub fn with_concurrency(mut self, concurrency: u16) -> Self {
         self.concurrency = concurrency.max(1);
         self
     }
 
+    /// Reaches Ray heads through the API server's proxy instead of directly.
     #[must_use]
     pub fn with_kubernetes_proxy(mut self, enabled: bool) -> Self {
         self.routing.use_kubernetes_proxy = enabled;
         self
     }
 
+    /// Uses this policy instead of the built-in one.
     #[must_use]
     pub fn with_policy(mut self, policy: Policy) -> Self {
         self.policy = Some(Arc::new(policy));
         self
     }
 
+    /// Rescans the plugin directory this often (`None`: load it once).
     #[must_use]
     pub fn with_reload_interval(mut self, interval: Option<Duration>) -> Self {
         self.reload_interval = interval;
@@ -129,12 +147,16 @@ impl OperatorConfig {
     }
 }
 
+/// Why the operator could not start or stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum OperatorError {
+    /// The Kubernetes client could not be configured.
     #[error("Kubernetes client configuration: {0}")]
     Client(String),
+    /// The sandbox could not be set up.
     #[error(transparent)]
     Sandbox(#[from] crate::sandbox::registry::SandboxError),
+    /// The metrics or health server could not listen.
     #[error("serving {addr}: {source}")]
     Serve {
         addr: SocketAddr,

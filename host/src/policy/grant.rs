@@ -19,6 +19,7 @@ pub struct Grant {
     verbs: BTreeMap<Kind, BTreeSet<Verb>>,
     /// Owned kinds (watched for changes).
     pub(crate) owns: BTreeSet<Kind>,
+    /// Whether the plugin may send requests to Ray heads.
     pub ray_heads: bool,
     pub(crate) rules: Option<ContentRules>,
     /// What was asked for but not granted, for the load log.
@@ -33,7 +34,9 @@ pub struct Grant {
 pub struct LoadRefusal {
     /// The entry's name, or `unknown` for a file the policy does not list.
     pub entry: String,
+    /// Why, one of a fixed set (a metric label).
     pub reason: &'static str,
+    /// Why, for people.
     pub message: String,
 }
 

@@ -345,7 +345,9 @@ impl CallState {
 /// Which export to call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Export {
+    /// `reconcile`: bring the world in line with the object.
     Reconcile,
+    /// `cleanup`: the object is being deleted and carries the plugin's finalizer.
     Cleanup,
 }
 

@@ -6,19 +6,31 @@ use futures::future::BoxFuture;
 use kuberay_plugin_sdk::{Event, HostError, Kind, LogLevel, RayRequest, RayResponse};
 use serde_json::Value;
 
+/// What a host call returns.
 pub type HostResult<T> = Result<T, HostError>;
 
 /// The calls one reconcile makes; an implementation is bound to the object being reconciled.
 pub trait HostApi: Send + Sync {
+    /// An object of `kind` named `name` in the reconciled object's namespace, or `None`.
     fn get(&self, kind: Kind, name: String) -> BoxFuture<'_, HostResult<Option<Value>>>;
+    /// The objects of `kind` in the reconciled object's namespace matching a label selector.
     fn list(&self, kind: Kind, label_selector: String) -> BoxFuture<'_, HostResult<Vec<Value>>>;
+    /// Creates an object (under the reconciled object's control); returns it as created.
     fn create(&self, kind: Kind, object: Value) -> BoxFuture<'_, HostResult<Value>>;
+    /// Server-side applies an object (under the reconciled object's control); returns it as applied.
     fn apply(&self, kind: Kind, object: Value) -> BoxFuture<'_, HostResult<Value>>;
+    /// Server-side applies the reconciled object's status.
     fn apply_status(&self, status: Value) -> BoxFuture<'_, HostResult<()>>;
+    /// Deletes an object the reconciled object owns, or that object itself (only if its uid is still
+    /// `uid`, when given).
     fn delete(&self, kind: Kind, name: String, uid: Option<String>) -> BoxFuture<'_, HostResult<()>>;
+    /// Adds the plugin's finalizer to the reconciled object.
     fn add_finalizer(&self, finalizer: String) -> BoxFuture<'_, HostResult<()>>;
+    /// Removes the plugin's finalizer from the reconciled object.
     fn remove_finalizer(&self, finalizer: String) -> BoxFuture<'_, HostResult<()>>;
+    /// Records an event about the reconciled object.
     fn record_event(&self, event: Event) -> BoxFuture<'_, HostResult<()>>;
+    /// Sends a request to the head of a Ray cluster the reconciled object may reach.
     fn ray(&self, request: RayRequest) -> BoxFuture<'_, HostResult<RayResponse>>;
     /// A log line from the plugin; the implementation adds the object's identity.
     fn log(&self, level: LogLevel, message: &str, fields: &[(String, String)]);

@@ -21,6 +21,7 @@ use crate::{
 /// Major and minor version of the WIT package this host implements (`wit/plugin.wit`).
 pub const WIT_VERSION: (u64, u64) = (0, 1);
 
+/// Why a plugin file could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     #[error("reading {path}: {source}")]

@@ -63,6 +63,7 @@ pub struct Sandbox {
     _ticker: EpochTicker,
 }
 
+/// Why the sandbox could not be set up or scan its directory.
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
     #[error("setting up wasmtime: {0:#}")]
