@@ -231,7 +231,7 @@ async fn plugins_adopt_nothing_and_reach_no_other_clusters_head() {
     for (verb, at_least) in [
         ("ray-send", 3.0),
         ("apply", 4.0),
-        ("finalize", 1.0),
+        ("add-finalizer", 1.0),
         ("get", 1.0),
         ("delete", 1.0),
         ("list", 1.0),

@@ -224,13 +224,9 @@ async fn a_plugin_removed_after_a_failed_update_stops() {
     create_chaos(&chaos, "first", "ok").await;
     observed(&chaos, "first", "ok").await;
 
-    // An update that cannot be used (it reconciles a kind another file already serves): the running version
-    // stays.
-    let chaos_file = operator.plugins_dir.join(
-        std::path::Path::new(kuberay_plugin_artifacts::CHAOS)
-            .file_name()
-            .unwrap(),
-    );
+    // An update that cannot be used (another plugin, under chaos's file name: the policy refuses it): the
+    // running version stays.
+    let chaos_file = operator.plugins_dir.join("chaos.wasm");
     std::fs::copy(kuberay_plugin_artifacts::RAYCLUSTER, &chaos_file).unwrap();
     tokio::time::sleep(Duration::from_secs(2)).await;
     create_chaos(&chaos, "second", "ok").await;

@@ -77,7 +77,7 @@ pub const CHAOS_ENTRY: &str = "
   reconciles: testing.kuberay-wasm.io/v1/Chaos
   owns: [v1/ConfigMap]
   verbs:
-    testing.kuberay-wasm.io/v1/Chaos: [get, apply-status, record-event]
+    testing.kuberay-wasm.io/v1/Chaos: [get, apply-status, record-event, finalize]
     v1/ConfigMap: [get, list, create, apply, delete]
     ray.io/v1/RayCluster: [get, apply]
   rayHeads: true
