@@ -23,7 +23,7 @@ impl PluginHost {
     /// Publishes an event about the reconciled object (related to another object of its namespace, if any).
     pub(super) async fn publish_event(&self, event: Event) -> HostResult<()> {
         if let Some((kind, name)) = &event.related {
-            self.check_names("record-event", kind, Some(name))?;
+            self.check_names(kind, Some(name))?;
         }
         let secondary = event.related.map(|(kind, name)| ObjectReference {
             api_version: Some(kind.api_version()),

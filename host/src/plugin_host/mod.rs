@@ -100,30 +100,20 @@ impl PluginHost {
     }
 
     /// Refuses a kind or an object name that breaks Kubernetes' naming rules, before any request is built.
-    fn check_names(&self, verb: &str, kind: &Kind, name: Option<&str>) -> HostResult<()> {
-        if let Err(e) = names::kind(kind) {
-            // A malformed kind is not repeated into metric labels.
-            return Err(self.refuse(verb, &Kind::new("", "invalid", "Kind"), e.to_string()));
-        }
+    fn check_names(&self, kind: &Kind, name: Option<&str>) -> HostResult<()> {
+        names::kind(kind).map_err(|e| forbidden(e.to_string()))?;
         match name.map(|name| names::object_name(kind, name)) {
-            Some(Err(e)) => Err(self.refuse(verb, kind, e.to_string())),
+            Some(Err(e)) => Err(forbidden(e.to_string())),
             _ => Ok(()),
         }
     }
 
-    /// A refusal; logged and counted where the host call ends (`sandbox::call`).
-    fn refuse(&self, _verb: &str, _kind: &Kind, message: String) -> HostError {
-        HostError::Forbidden(message)
-    }
-
-    async fn namespaced(&self, verb: &str, kind: &Kind) -> HostResult<Api<DynamicObject>> {
+    async fn namespaced(&self, kind: &Kind) -> HostResult<Api<DynamicObject>> {
         let resolved = self.kube.discovery.resolve(kind).await?;
         if !resolved.namespaced {
-            return Err(self.refuse(
-                verb,
-                kind,
-                format!("{kind} is cluster-scoped; plugins work within one namespace"),
-            ));
+            return Err(forbidden(format!(
+                "{kind} is cluster-scoped; plugins work within one namespace"
+            )));
         }
         Ok(Api::namespaced_with(
             self.kube.client.clone(),
@@ -198,4 +188,10 @@ impl HostApi for PluginHost {
     fn log(&self, level: LogLevel, message: &str, fields: &[(String, String)]) {
         self.write_log(level, message, fields);
     }
+}
+
+/// A refusal of the host's rules. It is logged and counted once, where the host call ends
+/// (`sandbox::call`), like a refusal of the grant.
+pub(crate) fn forbidden(message: String) -> HostError {
+    HostError::Forbidden(message)
 }

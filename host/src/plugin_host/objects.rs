@@ -9,7 +9,7 @@ use kube::{
 use kuberay_plugin_sdk::{HostError, Kind};
 use serde_json::{Value, json};
 
-use super::{PluginHost, str_at};
+use super::{PluginHost, forbidden, str_at};
 use crate::{
     kubernetes::{
         HOST_CONDITION,
@@ -48,10 +48,10 @@ impl PluginHost {
     }
 
     /// Puts the object in the primary's namespace under its control, refusing anything else.
-    fn adopt(&self, verb: &str, kind: &Kind, mut object: Value) -> HostResult<Value> {
+    fn adopt(&self, kind: &Kind, mut object: Value) -> HostResult<Value> {
         let namespace = self.primary.namespace.clone();
         let owner = self.owner_reference();
-        let refuse = |message: String| self.refuse(verb, kind, message);
+        let refuse = |message: String| forbidden(message);
         let meta = object
             .get_mut("metadata")
             .and_then(Value::as_object_mut)
@@ -99,7 +99,7 @@ impl PluginHost {
 
     pub(super) async fn set_finalizers(&self, finalizer: String, add: bool) -> HostResult<()> {
         if let Err(message) = self.writer().check_finalizer(&finalizer) {
-            return Err(self.refuse("finalize", &self.primary.kind, message));
+            return Err(forbidden(message));
         }
         let current = self.primary_now().await?;
         let mut finalizers: Vec<String> = current
@@ -119,7 +119,7 @@ impl PluginHost {
         }
         // The resourceVersion makes this a compare-and-swap: a concurrent change becomes a conflict.
         let patch = json!({"metadata": {"finalizers": finalizers, "resourceVersion": str_at(&current, "/metadata/resourceVersion")}});
-        let api = self.namespaced("finalize", &self.primary.kind).await?;
+        let api = self.namespaced(&self.primary.kind).await?;
         let updated = api
             .patch(&self.primary.name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
@@ -133,7 +133,7 @@ impl PluginHost {
     }
 
     pub(super) async fn get_object(&self, kind: Kind, name: String) -> HostResult<Option<Value>> {
-        self.check_names("get", &kind, Some(&name))?;
+        self.check_names(&kind, Some(&name))?;
         let mut object = self.kube.read(&kind, &self.primary.namespace, &name).await?;
         if let Some(secret) = object.as_ref().filter(|_| guard::is_secret(&kind)) {
             self.guard().check_secret_read(secret).await?;
@@ -145,9 +145,9 @@ impl PluginHost {
     }
 
     pub(super) async fn list_objects(&self, kind: Kind, label_selector: String) -> HostResult<Vec<Value>> {
-        self.check_names("list", &kind, None)?;
+        self.check_names(&kind, None)?;
         if let Err(e) = names::label_selector(&label_selector) {
-            return Err(self.refuse("list", &kind, e.to_string()));
+            return Err(forbidden(e.to_string()));
         }
         let mut items = self
             .kube
@@ -161,9 +161,9 @@ impl PluginHost {
     }
 
     pub(super) async fn create_object(&self, kind: Kind, object: Value) -> HostResult<Value> {
-        self.check_names("create", &kind, None)?;
-        let api = self.namespaced("create", &kind).await?;
-        let object = self.adopt("create", &kind, object)?;
+        self.check_names(&kind, None)?;
+        let api = self.namespaced(&kind).await?;
+        let object = self.adopt(&kind, object)?;
         self.guard().check_write(&kind, &object).await?;
         let params = PostParams {
             field_manager: Some(self.field_manager.clone()),
@@ -181,9 +181,9 @@ impl PluginHost {
     }
 
     pub(super) async fn apply_object(&self, kind: Kind, object: Value) -> HostResult<Value> {
-        self.check_names("apply", &kind, None)?;
-        let api = self.namespaced("apply", &kind).await?;
-        let object = self.adopt("apply", &kind, object)?;
+        self.check_names(&kind, None)?;
+        let api = self.namespaced(&kind).await?;
+        let object = self.adopt(&kind, object)?;
         self.guard().check_write(&kind, &object).await?;
         let name = str_at(&object, "/metadata/name")
             .ok_or_else(|| HostError::Invalid("apply needs metadata.name".into()))?
@@ -192,7 +192,7 @@ impl PluginHost {
         let hash = intent_hash(&object);
         let current = self.live(&api, &kind, &name).await?;
         if let Err(message) = self.writer().check_adoption(current.as_ref()) {
-            return Err(self.refuse("apply", &kind, format!("{kind} {name}: {message}")));
+            return Err(forbidden(format!("{kind} {name}: {message}")));
         }
         if let Some(current) = current
             && self.kube.applied.same_as_last(&key, "", hash)
@@ -235,7 +235,7 @@ impl PluginHost {
             self.kube.metrics().write(&self.plugin, "apply-status", false);
             return Ok(());
         }
-        let api = self.namespaced("apply-status", &kind).await?;
+        let api = self.namespaced(&kind).await?;
         let params = PatchParams::apply(&self.field_manager).force();
         let applied = api
             .patch_status(&self.primary.name, &params, &Patch::Apply(&intent))
@@ -253,22 +253,18 @@ impl PluginHost {
         name: String,
         uid: Option<String>,
     ) -> HostResult<()> {
-        self.check_names("delete", &kind, Some(&name))?;
-        let api = self.namespaced("delete", &kind).await?;
+        self.check_names(&kind, Some(&name))?;
+        let api = self.namespaced(&kind).await?;
         let Some(current) = self.kube.read(&kind, &self.primary.namespace, &name).await? else {
             return Ok(());
         };
         // A plugin may delete what its object owns, and its object itself (a RayJob's DeleteSelf policy).
         let is_primary = kind == self.primary.kind && name == self.primary.name;
         if !is_primary && !self.owned_by_primary(&current) {
-            return Err(self.refuse(
-                "delete",
-                &kind,
-                format!(
-                    "{kind} {name} is not owned by {} {}",
-                    self.primary.kind.kind, self.primary.name
-                ),
-            ));
+            return Err(forbidden(format!(
+                "{kind} {name} is not owned by {} {}",
+                self.primary.kind.kind, self.primary.name
+            )));
         }
         let current_uid = str_at(&current, "/metadata/uid").map(str::to_string);
         if uid.is_some() && uid != current_uid {

@@ -5,7 +5,7 @@
 use kuberay_plugin_sdk::{HostError, Kind, RayRequest, RayResponse};
 use serde_json::Value;
 
-use super::{PluginHost, str_at};
+use super::{PluginHost, forbidden, str_at};
 use crate::sandbox::host_api::HostResult;
 
 impl PluginHost {
@@ -28,9 +28,9 @@ impl PluginHost {
     /// Sends a request to a Ray cluster's head, if the plugin may reach that cluster.
     pub(super) async fn send_to_ray(&self, request: RayRequest) -> HostResult<RayResponse> {
         let clusters = Kind::new("ray.io", "v1", "RayCluster");
-        self.check_names("ray-send", &clusters, Some(&request.cluster))?;
+        self.check_names(&clusters, Some(&request.cluster))?;
         if let Err(e) = kuberay_rayhead::validate_path(&request.path) {
-            return Err(self.refuse("ray-send", &clusters, e.to_string()));
+            return Err(forbidden(e.to_string()));
         }
         let cluster = self
             .kube
@@ -38,14 +38,10 @@ impl PluginHost {
             .await?
             .ok_or_else(|| HostError::NotFound(format!("RayCluster {} does not exist", request.cluster)))?;
         if !self.may_reach(&cluster).await? {
-            return Err(self.refuse(
-                "ray-send",
-                &clusters,
-                format!(
-                    "RayCluster {} is neither the reconciled object, nor owned by it, nor selected by it",
-                    request.cluster
-                ),
-            ));
+            return Err(forbidden(format!(
+                "RayCluster {} is neither the reconciled object, nor owned by it, nor selected by it",
+                request.cluster
+            )));
         }
         let sent = self
             .ray
@@ -55,9 +51,7 @@ impl PluginHost {
             self.kube.metrics().ray_request(route, sent.outcome());
         }
         match sent.result {
-            Err(HostError::Forbidden(message)) if sent.refused => {
-                Err(self.refuse("ray-send", &clusters, message))
-            }
+            Err(HostError::Forbidden(message)) if sent.refused => Err(forbidden(message)),
             result => result,
         }
     }
