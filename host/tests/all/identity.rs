@@ -14,7 +14,9 @@ use serde_json::{Value, json};
 
 use crate::{
     containment::{chaos_api, install_chaos_crd_for_tests},
-    support::{OperatorOptions, env, eventually, namespace, rayclusters, ready_cluster, start_operator},
+    support::{
+        OperatorOptions, env, eventually, logged, namespace, rayclusters, ready_cluster, start_operator,
+    },
 };
 
 fn small_cluster() -> Value {
@@ -183,6 +185,14 @@ async fn plugins_adopt_nothing_and_reach_no_other_clusters_head() {
     }
     for (call, _) in bad_names {
         refusal(&chaos, &format!("bad-name-{call}"), "invalid").await;
+    }
+    // Refusals are in the log, with the object they were made for and the reason.
+    for (name, needle) in [
+        ("steal", "Service victim-head-svc"),
+        ("adopt", "plugins do not adopt"),
+    ] {
+        let object = format!("object={}/{name}", ns.name());
+        logged(&["refused", "plugin=chaos", &object, needle]).await;
     }
 
     // The victims are untouched: the victim's head got no submission, its Service and Secret are still

@@ -16,8 +16,8 @@ use serde_json::{Value, json};
 use crate::{
     containment::{chaos_api, install_chaos_crd_for_tests},
     support::{
-        OperatorOptions, apply_manifest, env, eventually, install_plugin, namespace, ready_cluster, sample,
-        start_operator,
+        OperatorOptions, apply_manifest, env, eventually, install_plugin, logged, namespace, ready_cluster,
+        sample, start_operator,
     },
 };
 
@@ -105,6 +105,9 @@ async fn host_call_floods_and_oversized_inputs_stop_the_plugin_while_a_raycluste
         .await;
         assert_eq!(reason, "PluginLimitExceeded", "{behaviour}: {message}");
         assert!(message.contains(expected), "{behaviour}: {message}");
+        // The breach is in the log, with the object and the limit's message.
+        let object = format!("object={}/{behaviour}", ns.name());
+        logged(&["plugin=chaos", &object, expected]).await;
     }
     // The reason is also an Event and a bounded metric (the limit's name, never the plugin's text).
     let events: Api<CoreEvent> = Api::namespaced(client.clone(), ns.name());

@@ -13,8 +13,8 @@ use serde_json::{Value, json};
 
 use crate::containment::{chaos_api, install_chaos_crd_for_tests};
 use crate::support::{
-    CHAOS_ENTRY, OperatorOptions, apply_manifest, env, eventually, install_plugin_as, namespace, policy_with,
-    ready_cluster, sample, start_operator,
+    CHAOS_ENTRY, OperatorOptions, apply_manifest, env, eventually, install_plugin_as, logged, namespace,
+    policy_with, ready_cluster, sample, start_operator,
 };
 
 /// The chaos plugin with enough verbs that the content rules, not the verb grant, decide.
@@ -219,6 +219,11 @@ async fn hostile_content_is_refused_while_a_raycluster_reconciles() {
             message.contains("forbidden") && message.contains(needle),
             "{name}: {message}"
         );
+    }
+    // The refusal is in the log too, with the object it was made for and the reason.
+    for (name, needle) in [("privileged", "privileged"), ("secret-env", "Secret victim")] {
+        let object = format!("object={}/{name}", ns.name());
+        logged(&["refused", "plugin=chaos", &object, needle]).await;
     }
     eventually(
         "the well-behaved Chaos object",

@@ -5,12 +5,13 @@
 use std::{process::Stdio, time::Duration};
 
 use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
+use kuberay_testenv::proxy_http::ProxyHttp;
 use serde_json::{Value, json};
 
 use crate::{
     containment::{chaos_api, install_chaos_crd_for_tests},
     support::{
-        OperatorOptions, env, eventually, namespace, plugins_dir_with, rayclusters, ready_cluster,
+        OperatorOptions, env, eventually, logged, namespace, plugins_dir_with, rayclusters, ready_cluster,
         start_operator,
     },
 };
@@ -188,6 +189,76 @@ async fn clusters_the_object_does_not_own_or_select_and_escaping_paths_are_refus
         assert!(message.contains("refused path"), "{name}: {message}");
     }
     assert!(operator.metric("kuberay_wasm_refused_calls_total", &["verb=\"ray-send\""]) >= 4.0);
+    operator.stop().await;
+}
+/// A request with a method outside the Ray sender's allow-list never reaches the head: the reason is on the
+/// Chaos object's condition and in the log, the refusal is counted under `ray-send`, and the object's own
+/// head (up and answering) records no submission.
+#[tokio::test]
+async fn ray_requests_with_a_method_outside_the_allow_list_are_refused() {
+    let env = env().await;
+    let client = env.client().await.unwrap();
+    install_chaos_crd_for_tests(&client).await;
+    let ns = namespace(env, "route-method").await;
+    let options = OperatorOptions {
+        plugins: vec![
+            kuberay_plugin_artifacts::RAYCLUSTER,
+            kuberay_plugin_artifacts::CHAOS,
+        ],
+        ..OperatorOptions::default()
+    };
+    let operator = start_operator(env, &ns, options).await;
+    let chaos = chaos_api(&client, ns.name());
+    let methods = [("trace", "TRACE"), ("connect", "CONNECT")];
+    for (name, method) in methods {
+        let job = json!({"entrypoint": "echo sent", "submission_id": name}).to_string();
+        let spec = json!({"cluster": small_cluster(), "method": method, "path": "/api/jobs/", "body": job});
+        create_chaos(&chaos, name, spec).await;
+    }
+
+    for (name, method) in methods {
+        let needle = format!("HTTP method \"{method}\" is not allowed (allowed: GET, POST");
+        eventually(
+            &format!("{name} to be refused"),
+            Duration::from_secs(90),
+            || async {
+                let object = serde_json::to_value(chaos.get(name).await.ok()?).ok()?;
+                let condition = object["status"]["conditions"]
+                    .as_array()?
+                    .iter()
+                    .find(|c| c["type"] == "Reconciled" && c["status"] == "False")?
+                    .clone();
+                condition["message"].as_str()?.contains(&needle).then_some(())
+            },
+        )
+        .await;
+        // In the log, the reason is quoted (`reason="..."`), so the method's quotes are escaped.
+        let object = format!("object={}/{name}", ns.name());
+        let reason = format!("HTTP method \\\"{method}\\\" is not allowed");
+        logged(&["refused", "plugin=chaos", "verb=\"ray-send\"", &object, &reason]).await;
+    }
+    assert!(
+        operator.metric(
+            "kuberay_wasm_refused_calls_total",
+            &["plugin=\"chaos\"", "verb=\"ray-send\""]
+        ) >= 2.0
+    );
+    // The heads are up and answer, and were sent nothing.
+    for (name, _) in methods {
+        let head = ProxyHttp::service(
+            client.clone(),
+            ns.name(),
+            &format!("{name}-ray-head-svc"),
+            "dashboard",
+        );
+        let received = eventually(
+            &format!("{name}'s head to answer"),
+            Duration::from_secs(90),
+            || async { head.get("/testenv/submissions").await.ok()?.json().ok() },
+        )
+        .await;
+        assert_eq!(received, json!({}), "{name}'s head received a submission");
+    }
     operator.stop().await;
 }
 

@@ -3,7 +3,7 @@
 
 use std::{
     path::{Path, PathBuf},
-    sync::Once,
+    sync::{Mutex, OnceLock},
     time::Duration,
 };
 
@@ -18,16 +18,72 @@ use kuberay_wasm::{OperatorConfig, metrics::Metrics, policy::Policy};
 use serde_json::Value;
 use tokio::{sync::oneshot, task::JoinHandle};
 
+/// Every line the operators in this test process logged (at `info` and above), for tests to find a
+/// refusal in the log as an administrator would.
+static CAPTURED: Mutex<String> = Mutex::new(String::new());
+static CAPTURING: OnceLock<bool> = OnceLock::new();
+
+/// Appends formatted log lines to [`CAPTURED`].
+struct Capture;
+
+impl std::io::Write for Capture {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        CAPTURED
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push_str(&String::from_utf8_lossy(buf));
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The test process's subscriber, installed once: stderr as `TEST_LOG` says (default `warn`), and every
+/// line at `info` and above into [`CAPTURED`]. The operators run in-process never install their own
+/// (only the binary's `main` calls `telemetry::init`, and that uses `try_init`).
+fn install_logging() -> bool {
+    use tracing_subscriber::{EnvFilter, Layer, fmt, layer::SubscriberExt, util::SubscriberInitExt};
+    let filter =
+        EnvFilter::try_from_env("TEST_LOG").unwrap_or_else(|_| EnvFilter::new("warn,kube_runtime=error"));
+    let stderr = fmt::layer().with_test_writer().with_filter(filter);
+    let capture = fmt::layer()
+        .with_ansi(false)
+        .with_writer(|| Capture)
+        .with_filter(EnvFilter::new("info,kube_runtime=error,kube_client=warn"));
+    tracing_subscriber::registry()
+        .with(stderr)
+        .with(capture)
+        .try_init()
+        .is_ok()
+}
+
+/// The first line the operators logged that contains every `needle`.
+pub fn log_line(needles: &[&str]) -> Option<String> {
+    assert!(
+        CAPTURING.get().copied().unwrap_or(false),
+        "log capture is not installed (call env() first)"
+    );
+    let captured = CAPTURED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    captured
+        .lines()
+        .find(|line| needles.iter().all(|n| line.contains(n)))
+        .map(str::to_string)
+}
+
+/// Waits until the operators logged a line containing every `needle`, and returns it.
+pub async fn logged(needles: &[&str]) -> String {
+    eventually(
+        &format!("a log line with {needles:?}"),
+        Duration::from_secs(30),
+        || async { log_line(needles) },
+    )
+    .await
+}
+
 pub async fn env() -> &'static TestEnv {
-    static LOGS: Once = Once::new();
-    LOGS.call_once(|| {
-        let filter = tracing_subscriber::EnvFilter::try_from_env("TEST_LOG")
-            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,kube_runtime=error"));
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(filter)
-            .with_test_writer()
-            .try_init();
-    });
+    CAPTURING.get_or_init(install_logging);
     let env = match TestEnv::shared().await {
         Ok(env) => env,
         Err(e) => panic!("test environment unavailable: {e}"),
