@@ -191,11 +191,12 @@ async fn clusters_the_object_does_not_own_or_select_and_escaping_paths_are_refus
     assert!(operator.metric("kuberay_wasm_refused_calls_total", &["verb=\"ray-send\""]) >= 4.0);
     operator.stop().await;
 }
-/// A request with a method outside the Ray sender's allow-list never reaches the head: the reason is on the
-/// Chaos object's condition and in the log, the refusal is counted under `ray-send`, and the object's own
-/// head (up and answering) records no submission.
+/// A request with a method outside the Ray sender's allow-list, or setting a header outside it (the
+/// credentials header), never reaches the head: the reason is on the Chaos object's condition and in the
+/// log, the refusal is counted under `ray-send`, and the object's own head (up and answering) records no
+/// submission.
 #[tokio::test]
-async fn ray_requests_with_a_method_outside_the_allow_list_are_refused() {
+async fn ray_requests_with_a_method_or_header_outside_the_allow_list_are_refused() {
     let env = env().await;
     let client = env.client().await.unwrap();
     install_chaos_crd_for_tests(&client).await;
@@ -215,6 +216,11 @@ async fn ray_requests_with_a_method_outside_the_allow_list_are_refused() {
         let spec = json!({"cluster": small_cluster(), "method": method, "path": "/api/jobs/", "body": job});
         create_chaos(&chaos, name, spec).await;
     }
+    // A job submission that sets the credentials header itself, which the host adds and a plugin may not.
+    let job = json!({"entrypoint": "echo sent", "submission_id": "forged"}).to_string();
+    let forged = json!({"cluster": small_cluster(), "method": "POST", "path": "/api/jobs/", "body": job,
+        "headers": {"X-Ray-Authorization": "Bearer forged"}});
+    create_chaos(&chaos, "forged", forged).await;
 
     for (name, method) in methods {
         let needle = format!("HTTP method \"{method}\" is not allowed (allowed: GET, POST");
@@ -237,14 +243,36 @@ async fn ray_requests_with_a_method_outside_the_allow_list_are_refused() {
         let reason = format!("HTTP method \\\"{method}\\\" is not allowed");
         logged(&["refused", "plugin=chaos", "verb=\"ray-send\"", &object, &reason]).await;
     }
+    eventually("forged to be refused", Duration::from_secs(90), || async {
+        let object = serde_json::to_value(chaos.get("forged").await.ok()?).ok()?;
+        let condition = object["status"]["conditions"]
+            .as_array()?
+            .iter()
+            .find(|c| c["type"] == "Reconciled" && c["status"] == "False")?
+            .clone();
+        condition["message"]
+            .as_str()?
+            .contains("header \"X-Ray-Authorization\" may not be set")
+            .then_some(())
+    })
+    .await;
+    let object = format!("object={}/forged", ns.name());
+    logged(&[
+        "refused",
+        "plugin=chaos",
+        "verb=\"ray-send\"",
+        &object,
+        "may not be set",
+    ])
+    .await;
     assert!(
         operator.metric(
             "kuberay_wasm_refused_calls_total",
             &["plugin=\"chaos\"", "verb=\"ray-send\""]
-        ) >= 2.0
+        ) >= 3.0
     );
     // The heads are up and answer, and were sent nothing.
-    for (name, _) in methods {
+    for name in ["trace", "connect", "forged"] {
         let head = ProxyHttp::service(
             client.clone(),
             ns.name(),

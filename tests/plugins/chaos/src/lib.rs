@@ -18,7 +18,7 @@
 //!   names another cluster, then sends `GET spec.path` (default `/api/gcs_healthz`) to its head (`spec.role`:
 //!   `dashboard` (default), `serve` or `dashboard-agent`; `spec.via`: `cluster` (default) or `head-pod`) and
 //!   reports the answer's status code and body in `status.status` and `status.observed` (`spec.method` and
-//!   `spec.body` change the request: `POST` a job submission to a head);
+//!   `spec.body` change the request: `POST` a job submission to a head; `spec.headers` adds headers);
 //! - floods of host calls, oversized inputs and forged log lines: see [`flood`];
 //! - `adopt`, `foreign-owner`, `foreign-finalizer`, `add-finalizer`, `bad-name`: see [`identity`].
 //!
@@ -211,16 +211,24 @@ fn ray(host: &impl Host, object: &Value, name: &str) -> Result<Outcome, Reconcil
         "" => "GET",
         method => method,
     };
+    let mut headers: Vec<(String, String)> = match str_at(object, "/spec/body") {
+        "" => vec![],
+        _ => vec![("Content-Type".into(), "application/json".into())],
+    };
+    if let Some(extra) = object.pointer("/spec/headers").and_then(Value::as_object) {
+        headers.extend(
+            extra
+                .iter()
+                .map(|(name, value)| (name.clone(), value.as_str().unwrap_or_default().to_string())),
+        );
+    }
     let request = RayRequest {
         cluster,
         role,
         target,
         method: method.into(),
         path: path.into(),
-        headers: match str_at(object, "/spec/body") {
-            "" => vec![],
-            _ => vec![("Content-Type".into(), "application/json".into())],
-        },
+        headers,
         body: str_at(object, "/spec/body").as_bytes().to_vec(),
     };
     let response = host.ray(&request)?;
