@@ -129,6 +129,12 @@ impl RayHeads {
         if let Err(e) = validate_path(&request.path) {
             return unsent(Failure::Refused(e.to_string()));
         }
+        // Method and headers too are the requester's to fix, whether or not the head is up yet.
+        match send::checked_method(request) {
+            Ok(_) => {}
+            Err(HostError::Forbidden(message)) => return unsent(Failure::Refused(message)),
+            Err(e) => return unsent(Failure::Host(e)),
+        }
         // The token first: a cluster naming a Secret that is not its own is refused whether or not its head
         // is up yet.
         let token = match auth::header(lookup, namespace, cluster).await {

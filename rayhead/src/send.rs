@@ -23,7 +23,7 @@ pub const ALLOWED_METHODS: &[&str] = &["GET", "POST", "PUT", "PATCH", "DELETE", 
 pub const ALLOWED_HEADERS: &[&str] = &["content-type", "accept", "user-agent"];
 
 /// The request's method, if it is an allowed one, after checking that every header it sets is allowed.
-fn checked_method(request: &RayRequest) -> HostResult<Method> {
+pub(crate) fn checked_method(request: &RayRequest) -> HostResult<Method> {
     let upper = request.method.to_ascii_uppercase();
     if !ALLOWED_METHODS.contains(&upper.as_str()) {
         return Err(HostError::Forbidden(format!(

@@ -348,6 +348,15 @@ async fn requests_without_a_route_or_with_an_escaping_path_fail_before_sending()
     assert_eq!(sent.route, None);
     assert!(matches!(sent.result, Err(HostError::Forbidden(_))));
 
+    // A method outside the allow-list is refused as such even before the head has a route.
+    let mut trace = request(RayTarget::Cluster, "/api/jobs/");
+    trace.method = "TRACE".into();
+    let sent = heads
+        .send(&empty, &unused_api(), "ns", &cluster(false), &trace)
+        .await;
+    assert_eq!((sent.route, sent.refused), (None, true));
+    assert!(matches!(&sent.result, Err(HostError::Forbidden(m)) if m.contains("TRACE")));
+
     let no_token = Objects::default().with(head_pod(8265));
     let sent = heads
         .send(
