@@ -271,8 +271,10 @@ async fn ray_requests_with_a_method_or_header_outside_the_allow_list_are_refused
             &["plugin=\"chaos\"", "verb=\"ray-send\""]
         ) >= 3.0
     );
-    // The heads are up and answer, and were sent nothing.
+    // The heads come up, answer, and were sent nothing (the refusals came before routing, so the clusters
+    // may still be starting).
     for name in ["trace", "connect", "forged"] {
+        ready_cluster(&client, &ns, &format!("{name}-ray")).await;
         let head = ProxyHttp::service(
             client.clone(),
             ns.name(),
