@@ -1,0 +1,26 @@
+//! KubeRay's rules that every kuberay-wasm plugin (RayCluster, RayJob, RayService, RayCronJob) and, where
+//! they apply, the host share. Each rule lives here once, with one behaviour:
+//!
+//! - [`consts`]: values that are part of KubeRay's observable contract without being API fields (the
+//!   version it reports, `app.kubernetes.io/*` values, ports and port names, the cluster domain, event
+//!   actions, shared environment variable names);
+//! - [`names`]: how KubeRay names what it creates (`CheckName`, `CheckLabel`, the head and serve Services,
+//!   Pod `generateName`s, `<base>-<5 random>` suffixes) and the DNS-1035 check;
+//! - [`labels`]: label selectors of a cluster's Pods;
+//! - [`subset`]: "the live object already carries everything we would write", used by the host to skip
+//!   writes and by plugins to decide whether to write at all;
+//! - [`hash`]: the spec hashes KubeRay stores on Pods and RayClusters;
+//! - [`time`]: the host's clock in whole seconds, as Kubernetes stores it;
+//! - [`report`]: a write followed by a Normal or Warning event, the way KubeRay reports what it did.
+//!
+//! Field names, labels, annotations, finalizers and condition types are in `kuberay_crds::constants`.
+
+#![forbid(unsafe_code)]
+
+pub mod consts;
+pub mod hash;
+pub mod labels;
+pub mod names;
+pub mod report;
+pub mod subset;
+pub mod time;
