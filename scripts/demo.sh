@@ -30,6 +30,7 @@ bash scripts/operator.sh stop  # a rerun may find it in proxy mode
 bash scripts/operator.sh start
 target/debug/kuberay-wasm inspect .local/plugins/raycluster.wasm
 target/debug/kuberay-wasm inspect .local/plugins/rayjob.wasm
+target/debug/kuberay-wasm inspect .local/plugins/raycronjob.wasm
 
 echo
 echo "== KubeRay's sample RayCluster, applied unchanged"

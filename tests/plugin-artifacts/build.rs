@@ -22,6 +22,11 @@ const PLUGINS: &[(&str, &str, &str)] = &[
         "KUBERAY_PLUGIN_RAYJOB",
     ),
     (
+        "kuberay-plugin-raycronjob",
+        "kuberay_plugin_raycronjob",
+        "KUBERAY_PLUGIN_RAYCRONJOB",
+    ),
+    (
         "kuberay-test-plugin-chaos",
         "kuberay_test_plugin_chaos",
         "KUBERAY_PLUGIN_CHAOS",

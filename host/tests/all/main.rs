@@ -18,6 +18,7 @@ mod ray_routing;
 mod raycluster_lifecycle;
 mod raycluster_samples;
 mod raycluster_scaling;
+mod raycronjob;
 mod rayjob;
 mod rbac;
 mod reload;

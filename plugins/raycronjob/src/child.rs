@@ -81,10 +81,15 @@ mod tests {
         assert_eq!(job.metadata.name.as_deref(), Some("nightly-28401125"));
         assert_eq!(job.metadata.namespace.as_deref(), Some("ns"));
         let labels = job.metadata.labels.unwrap_or_default();
-        assert_eq!(labels.get("ray.io/cronjob-name").map(String::as_str), Some("nightly"));
+        assert_eq!(
+            labels.get("ray.io/cronjob-name").map(String::as_str),
+            Some("nightly")
+        );
         let annotations = job.metadata.annotations.unwrap_or_default();
         assert_eq!(
-            annotations.get("ray.io/cronjob-scheduled-timestamp").map(String::as_str),
+            annotations
+                .get("ray.io/cronjob-scheduled-timestamp")
+                .map(String::as_str),
             Some("2024-01-01T00:05:00Z")
         );
         assert_eq!(job.spec.entrypoint.as_deref(), Some("python x.py"));

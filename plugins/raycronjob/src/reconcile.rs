@@ -10,7 +10,9 @@
 use std::time::Duration;
 
 use kuberay_crds::RayCronJob;
-use kuberay_plugin_sdk::{Event, Host, HostError, Kind, LogLevel, Outcome, ReconcileError, Request, TypedHost};
+use kuberay_plugin_sdk::{
+    Event, Host, HostError, Kind, LogLevel, Outcome, ReconcileError, Request, TypedHost,
+};
 use kuberay_rules::{consts::action as shared_action, report::record, time};
 
 use crate::{
@@ -22,14 +24,22 @@ use crate::{
 
 pub fn reconcile<H: Host>(host: &H, request: Request) -> Result<Outcome, ReconcileError> {
     let cronjob: RayCronJob = serde_json::from_value(request.object.clone()).map_err(|e| {
-        invalid_spec(host, &request.object, &Invalid(format!("the RayCronJob could not be read: {e}")))
+        invalid_spec(
+            host,
+            &request.object,
+            &Invalid(format!("the RayCronJob could not be read: {e}")),
+        )
     })?;
     if cronjob.metadata.deletion_timestamp.is_some() {
         return Ok(Outcome::done());
     }
     let schedule = validation::validate(&cronjob).map_err(|e| invalid_spec(host, &request.object, &e))?;
     if cronjob.spec.suspend == Some(true) {
-        host.log(LogLevel::Debug, "RayCronJob suspended, no new RayJobs will be created", &[]);
+        host.log(
+            LogLevel::Debug,
+            "RayCronJob suspended, no new RayJobs will be created",
+            &[],
+        );
         record(
             host,
             &Event::normal(
@@ -54,7 +64,8 @@ pub fn reconcile<H: Host>(host: &H, request: Request) -> Result<Outcome, Reconci
         return Ok(wait(tick - now));
     }
     create(host, &cronjob, tick)?;
-    status::record_tick(host, tick).map_err(|e| retry(host, &format!("could not record lastScheduleTime: {e}")))?;
+    status::record_tick(host, tick)
+        .map_err(|e| retry(host, &format!("could not record lastScheduleTime: {e}")))?;
     Ok(match schedule.next_after(tick) {
         Some(next) if next > now => wait(next - now),
         Some(_) => Outcome::requeue_after(REQUEUE_CATCH_UP),
@@ -66,11 +77,21 @@ pub fn reconcile<H: Host>(host: &H, request: Request) -> Result<Outcome, Reconci
 fn create<H: Host>(host: &H, cronjob: &RayCronJob, tick: i64) -> Result<(), ReconcileError> {
     let job = child::build(cronjob, tick);
     let name = job.metadata.name.clone().unwrap_or_default();
-    let key = format!("{}/{name}", cronjob.metadata.namespace.as_deref().unwrap_or_default());
+    let key = format!(
+        "{}/{name}",
+        cronjob.metadata.namespace.as_deref().unwrap_or_default()
+    );
     match host.create_as(&job) {
         Ok(_) => {
-            host.log(LogLevel::Info, "Successfully created RayJob", &[("rayJobName", &name)]);
-            let note = format!("Created RayJob {key} for the tick at {}", child::scheduled_timestamp(tick));
+            host.log(
+                LogLevel::Info,
+                "Successfully created RayJob",
+                &[("rayJobName", &name)],
+            );
+            let note = format!(
+                "Created RayJob {key} for the tick at {}",
+                child::scheduled_timestamp(tick)
+            );
             record(
                 host,
                 &Event::normal(reason::CREATED_RAYJOB, shared_action::CREATE, note)
@@ -90,7 +111,11 @@ fn create<H: Host>(host: &H, cronjob: &RayCronJob, tick: i64) -> Result<(), Reco
             let note = format!("Failed to create RayJob {key}: {e}");
             record(
                 host,
-                &Event::warning(reason::FAILED_TO_CREATE_RAYJOB, shared_action::CREATE, note.clone()),
+                &Event::warning(
+                    reason::FAILED_TO_CREATE_RAYJOB,
+                    shared_action::CREATE,
+                    note.clone(),
+                ),
             );
             Err(retry(host, &note))
         }
@@ -125,7 +150,11 @@ fn invalid_spec<H: Host>(host: &H, object: &serde_json::Value, invalid: &Invalid
     let note = format!("{}/{}: {invalid}", meta("namespace"), meta("name"));
     record(
         host,
-        &Event::warning(reason::INVALID_RAYCRONJOB_SPEC, shared_action::VALIDATE, note.clone()),
+        &Event::warning(
+            reason::INVALID_RAYCRONJOB_SPEC,
+            shared_action::VALIDATE,
+            note.clone(),
+        ),
     );
     ReconcileError::InvalidObject(note)
 }

@@ -95,7 +95,9 @@ fn descriptor(text: &str) -> Option<&'static str> {
 /// `@every`'s duration (`90s`, `1h30m`), whole seconds, at least one as robfig/cron rounds it up to.
 fn every(text: &str) -> Result<i64, Invalid> {
     let duration: SignedDuration = text.parse().map_err(|e| {
-        Invalid(format!("invalid cron schedule: failed to parse duration @every {text}: {e}"))
+        Invalid(format!(
+            "invalid cron schedule: failed to parse duration @every {text}: {e}"
+        ))
     })?;
     if duration.is_negative() {
         return Err(Invalid(format!(

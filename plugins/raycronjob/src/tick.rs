@@ -77,7 +77,9 @@ mod tests {
     use crate::schedule::parse;
 
     fn at(text: &str) -> i64 {
-        text.parse::<Timestamp>().map(|t| t.as_second()).unwrap_or(i64::MIN)
+        text.parse::<Timestamp>()
+            .map(|t| t.as_second())
+            .unwrap_or(i64::MIN)
     }
 
     fn next(schedule: &str, zone: Option<&str>, after: &str) -> Option<String> {

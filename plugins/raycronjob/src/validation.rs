@@ -48,7 +48,9 @@ mod tests {
         let long = validate(&cronjob(&"a".repeat(37), "* * * * *"));
         assert_eq!(
             long.err(),
-            Some(Invalid("RayCronJob name should be no more than 36 characters".into()))
+            Some(Invalid(
+                "RayCronJob name should be no more than 36 characters".into()
+            ))
         );
     }
 
