@@ -350,6 +350,9 @@ mod tests {
         assert_eq!(raycluster.name, "raycluster");
         assert!(raycluster.rules.secrets.owned);
         assert!(policy.entry_for_file("rayjob.wasm").is_some());
+        let raycronjob = policy.entry_for_file("raycronjob.wasm").unwrap();
+        assert_eq!(raycronjob.name, "raycronjob");
+        assert!(!raycronjob.rules.secrets.owned);
         assert!(policy.entry_for_file("chaos.wasm").is_none());
         let pod = Kind::new("", "v1", "Pod");
         assert!(

@@ -17,11 +17,12 @@ use kuberay_rules::{consts::action as shared_action, report::record, time};
 
 use crate::{
     child,
-    consts::{REQUEUE_AFTER_ERROR, REQUEUE_CATCH_UP, action, reason},
+    consts::{REQUEUE_CATCH_UP, action, reason},
     schedule::Invalid,
     status, validation,
 };
 
+/// Reconciles the RayCronJob of `request`: at most one RayJob created and one status write per call.
 pub fn reconcile<H: Host>(host: &H, request: Request) -> Result<Outcome, ReconcileError> {
     let cronjob: RayCronJob = serde_json::from_value(request.object.clone()).map_err(|e| {
         invalid_spec(
@@ -126,14 +127,10 @@ fn wait(seconds: i64) -> Outcome {
     Outcome::requeue_after(Duration::from_secs(u64::try_from(seconds).unwrap_or(1).max(1)))
 }
 
-/// A write that failed: logged, and retried by the host with its backoff (KubeRay retries after 3 seconds,
-/// which is about where the host's backoff starts).
+/// A write that failed: logged, and retried by the host with its backoff (1 s doubling; KubeRay retries
+/// after 3 s).
 fn retry<H: Host>(host: &H, message: &str) -> ReconcileError {
-    host.log(
-        LogLevel::Warn,
-        message,
-        &[("retryAfter", &format!("{REQUEUE_AFTER_ERROR:?}"))],
-    );
+    host.log(LogLevel::Warn, message, &[]);
     ReconcileError::Transient(message.to_string())
 }
 
