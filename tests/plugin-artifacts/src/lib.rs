@@ -6,6 +6,9 @@ pub const RAYCLUSTER: &str = env!("KUBERAY_PLUGIN_RAYCLUSTER");
 /// The RayJob plugin (`plugins/rayjob`).
 pub const RAYJOB: &str = env!("KUBERAY_PLUGIN_RAYJOB");
 
+/// The RayService plugin (`plugins/rayservice`).
+pub const RAYSERVICE: &str = env!("KUBERAY_PLUGIN_RAYSERVICE");
+
 /// The misbehaving test plugin (`tests/plugins/chaos`).
 pub const CHAOS: &str = env!("KUBERAY_PLUGIN_CHAOS");
 
