@@ -19,6 +19,7 @@ mod raycluster_lifecycle;
 mod raycluster_samples;
 mod raycluster_scaling;
 mod rayjob;
+mod rayservice;
 mod rbac;
 mod reload;
 mod steady_state;
