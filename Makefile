@@ -69,7 +69,7 @@ cluster-down: testenv
 ## The operator and its plugins ---------------------------------------------------------------------------
 
 GUEST_TARGET := target/guest
-PLUGINS := kuberay-plugin-raycluster kuberay-plugin-rayjob kuberay-plugin-raycronjob
+PLUGINS := kuberay-plugin-raycluster kuberay-plugin-rayjob kuberay-plugin-raycronjob kuberay-plugin-rayservice
 
 .PHONY: plugins operator apiserver bench bench-apiserver
 # Plain `cargo build --target wasm32-wasip2`, into the target directory the tests build guests in.
@@ -79,6 +79,7 @@ plugins: wasm-target
 	@cp $(GUEST_TARGET)/wasm32-wasip2/release/kuberay_plugin_raycluster.wasm .local/plugins/raycluster.wasm
 	@cp $(GUEST_TARGET)/wasm32-wasip2/release/kuberay_plugin_rayjob.wasm .local/plugins/rayjob.wasm
 	@cp $(GUEST_TARGET)/wasm32-wasip2/release/kuberay_plugin_raycronjob.wasm .local/plugins/raycronjob.wasm
+	@cp $(GUEST_TARGET)/wasm32-wasip2/release/kuberay_plugin_rayservice.wasm .local/plugins/rayservice.wasm
 	@echo "plugins: $$(ls .local/plugins)"
 
 operator:
@@ -110,7 +111,7 @@ fmt-check:
 # Plugins and everything they depend on must also pass clippy for the target they run on.
 lint: wasm-target
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
-	$(CARGO) clippy --target wasm32-wasip2 -p kuberay-crds -p kuberay-plugin-sdk -p kuberay-plugin-raycluster -p kuberay-plugin-rayjob -p kuberay-plugin-raycronjob -p kuberay-rules -p kuberay-test-plugin-chaos -- -D warnings
+	$(CARGO) clippy --target wasm32-wasip2 -p kuberay-crds -p kuberay-plugin-sdk -p kuberay-plugin-raycluster -p kuberay-plugin-rayjob -p kuberay-plugin-raycronjob -p kuberay-plugin-rayservice -p kuberay-rules -p kuberay-test-plugin-chaos -- -D warnings
 
 # Plugins and kuberay-crds are also linted for wasm32-wasip2 (see lint). The test binaries start
 # their own control plane (or use a running `make cluster`); the supervisor binary they launch is built first.

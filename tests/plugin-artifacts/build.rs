@@ -27,6 +27,11 @@ const PLUGINS: &[(&str, &str, &str)] = &[
         "KUBERAY_PLUGIN_RAYCRONJOB",
     ),
     (
+        "kuberay-plugin-rayservice",
+        "kuberay_plugin_rayservice",
+        "KUBERAY_PLUGIN_RAYSERVICE",
+    ),
+    (
         "kuberay-test-plugin-chaos",
         "kuberay_test_plugin_chaos",
         "KUBERAY_PLUGIN_CHAOS",

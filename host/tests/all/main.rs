@@ -20,6 +20,7 @@ mod raycluster_samples;
 mod raycluster_scaling;
 mod raycronjob;
 mod rayjob;
+mod rayservice;
 mod rbac;
 mod reload;
 mod steady_state;

@@ -9,6 +9,9 @@ pub const RAYJOB: &str = env!("KUBERAY_PLUGIN_RAYJOB");
 /// The RayCronJob plugin (`plugins/raycronjob`).
 pub const RAYCRONJOB: &str = env!("KUBERAY_PLUGIN_RAYCRONJOB");
 
+/// The RayService plugin (`plugins/rayservice`).
+pub const RAYSERVICE: &str = env!("KUBERAY_PLUGIN_RAYSERVICE");
+
 /// The misbehaving test plugin (`tests/plugins/chaos`).
 pub const CHAOS: &str = env!("KUBERAY_PLUGIN_CHAOS");
 

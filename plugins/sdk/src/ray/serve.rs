@@ -64,6 +64,11 @@ pub struct ServeApplicationDetails {
     pub docs_path: Option<String>,
     #[serde(default, deserialize_with = "null_as_default")]
     pub deployments: BTreeMap<String, ServeDeploymentDetails>,
+    /// The application's part of the config last deployed, as Ray keeps it (fields the config set; Ray 2.x
+    /// reports it, older versions do not). Lets a controller tell whether a config is already deployed
+    /// without remembering what it sent.
+    #[serde(default)]
+    pub deployed_app_config: Option<Value>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Deserialize)]

@@ -1,0 +1,237 @@
+//! One reconcile of a RayService, in KubeRay's order: hand off RayServices another controller manages,
+//! delete clusters no longer used, keep the finalizer, validate, suspend, then the clusters, the head Pods'
+//! serve labels, the Serve applications, the Services and the status. Each reconcile runs in a fresh
+//! instance: everything it knows comes from the RayService, what it owns, and the Ray heads.
+
+use kuberay_crds::{
+    RayCluster, RayService, RayServiceStatuses, constants::conditions as types, constants::finalizers,
+    reasons,
+};
+use kuberay_plugin_sdk::{Event, Host, LogLevel, Outcome, ReconcileError, Request, TypedHost};
+use kuberay_rules::consts::action;
+
+use crate::{
+    cluster, conditions,
+    consts::REQUEUE,
+    context::Ctx,
+    dangling, proxy_health, serve, services,
+    status::{self, Observed, cluster_name},
+    suspend,
+    validation::{self, Invalid},
+};
+
+fn transient(e: impl ToString) -> ReconcileError {
+    ReconcileError::Transient(e.to_string())
+}
+
+pub fn reconcile<H: Host>(host: &H, request: Request) -> Result<Outcome, ReconcileError> {
+    let service: RayService = serde_json::from_value(request.object)
+        .map_err(|e| ReconcileError::InvalidObject(format!("the RayService could not be read: {e}")))?;
+    if let Some(manager) = service
+        .spec
+        .managed_by
+        .as_deref()
+        .filter(|m| *m != kuberay_crds::MANAGED_BY_KUBERAY)
+    {
+        host.log(
+            LogLevel::Info,
+            "skipping RayService managed by another controller",
+            &[("managed-by", manager)],
+        );
+        return Ok(Outcome::done());
+    }
+    let ctx = Ctx::new(host, service);
+    let old = ctx.status();
+    let has_to_clean = dangling::cleanup(&ctx, &old)?;
+    if ctx.service.metadata.deletion_timestamp.is_some() {
+        return finish_deletion(&ctx, has_to_clean);
+    }
+    let has_finalizer = ctx
+        .service
+        .metadata
+        .finalizers
+        .iter()
+        .flatten()
+        .any(|f| f == finalizers::RAY_SERVICE);
+    if !has_finalizer {
+        host.add_finalizer(finalizers::RAY_SERVICE)?;
+        return Ok(Outcome::requeue_after(REQUEUE));
+    }
+    if let Err(invalid) = validation::validate(&ctx.service) {
+        return validation_failed(&ctx, &old, &invalid);
+    }
+    let mut new = old.clone();
+    suspend::handle(&ctx, &mut new)?;
+    status::write(&ctx, &old, new.clone())?;
+    if suspend::operative(&new) {
+        let suspended = conditions::is_true(&new, types::RAY_SERVICE_SUSPENDED);
+        return Ok(if suspended {
+            Outcome::done()
+        } else {
+            Outcome::requeue_after(REQUEUE)
+        });
+    }
+    if status::timed_out(&new) {
+        return Ok(if has_to_clean {
+            Outcome::requeue_after(REQUEUE)
+        } else {
+            Outcome::done()
+        });
+    }
+    run(&ctx, &old, new)
+}
+
+/// The clusters, Serve, the Services and the status.
+fn run<H: Host>(
+    ctx: &Ctx<'_, H>,
+    old: &RayServiceStatuses,
+    mut new: RayServiceStatuses,
+) -> Result<Outcome, ReconcileError> {
+    let (active, pending) = clusters(ctx, &new)?;
+    for cluster in [active.as_ref(), pending.as_ref()] {
+        proxy_health::reconcile(ctx, cluster)?;
+    }
+    let mut seen = Observed {
+        active: active.as_ref(),
+        pending: pending.as_ref(),
+        active_apps: None,
+        pending_apps: None,
+        services: None,
+        taken: dangling::owned_clusters(ctx)?
+            .iter()
+            .filter_map(|c| c.metadata.name.clone())
+            .collect(),
+    };
+    let (mut active_ready, mut pending_ready) = (false, false);
+    if let Some(pending) = &pending {
+        let state = serve::reconcile(ctx, pending).map_err(transient)?;
+        (pending_ready, seen.pending_apps) = (state.ready, state.applications);
+    }
+    if let Some(active) = &active
+        && pending.is_none()
+        && !cluster::should_prepare(&ctx.service, Some(active), None, false)
+    {
+        let state = serve::reconcile(ctx, active).map_err(transient)?;
+        (active_ready, seen.active_apps) = (state.ready, state.applications);
+    }
+    let target = if pending_ready {
+        pending.as_ref()
+    } else if active_ready {
+        active.as_ref()
+    } else {
+        None
+    };
+    if let Some(target) = target {
+        let head = services::reconcile(ctx, &services::head_service(ctx, target))?;
+        let intent = services::serve_service(ctx, target).map_err(transient)?;
+        let serve = services::reconcile(ctx, &intent)?;
+        seen.services = Some((head, serve));
+    }
+    status::calculate(ctx, &mut new, seen)?;
+    status::write(ctx, old, new)?;
+    Ok(Outcome::requeue_after(REQUEUE))
+}
+
+/// The active and pending clusters named in the status; creates the pending one if it is missing and
+/// updates either in place when only worker groups were appended (KubeRay's `reconcileRayCluster`).
+fn clusters<H: Host>(
+    ctx: &Ctx<'_, H>,
+    status: &RayServiceStatuses,
+) -> Result<(Option<RayCluster>, Option<RayCluster>), ReconcileError> {
+    let get = |name: String| -> Result<Option<RayCluster>, ReconcileError> {
+        if name.is_empty() {
+            Ok(None)
+        } else {
+            Ok(ctx.host.get_as::<RayCluster>(&name)?)
+        }
+    };
+    let active = get(cluster_name(&status.active_service_status))?;
+    let pending_name = cluster_name(&status.pending_service_status);
+    let pending = get(pending_name.clone())?;
+    if !pending_name.is_empty() && pending.is_none() {
+        let created = cluster::create(ctx, &pending_name)?;
+        return Ok((active, Some(created)));
+    }
+    let active = match active {
+        Some(c) if cluster::should_update(&ctx.service, status, Some(&c), true) => {
+            Some(cluster::update(ctx, &c, "active")?)
+        }
+        other => other,
+    };
+    let pending = match pending {
+        Some(c) if cluster::should_update(&ctx.service, status, Some(&c), false) => {
+            Some(cluster::update(ctx, &c, "pending")?)
+        }
+        other => other,
+    };
+    Ok((active, pending))
+}
+
+/// While the RayService is being deleted: its clusters go first, then the finalizer.
+fn finish_deletion<H: Host>(ctx: &Ctx<'_, H>, has_to_clean: bool) -> Result<Outcome, ReconcileError> {
+    let has_finalizer = ctx
+        .service
+        .metadata
+        .finalizers
+        .iter()
+        .flatten()
+        .any(|f| f == finalizers::RAY_SERVICE);
+    if has_to_clean {
+        ctx.log(
+            LogLevel::Info,
+            "waiting for the RayService's RayClusters to be deleted",
+        );
+        return Ok(Outcome::requeue_after(REQUEUE));
+    }
+    if has_finalizer {
+        ctx.host.remove_finalizer(finalizers::RAY_SERVICE)?;
+    }
+    Ok(Outcome::done())
+}
+
+/// `Plugin::cleanup`: the RayService is being deleted and still has the finalizer.
+pub fn cleanup<H: Host>(host: &H, request: Request) -> Result<Outcome, ReconcileError> {
+    match serde_json::from_value::<RayService>(request.object) {
+        Ok(service) => {
+            let ctx = Ctx::new(host, service);
+            let has_to_clean = dangling::cleanup(&ctx, &ctx.status())?;
+            finish_deletion(&ctx, has_to_clean)
+        }
+        Err(e) => {
+            host.log(
+                LogLevel::Warn,
+                &format!("the RayService could not be read ({e}); removing the finalizer"),
+                &[],
+            );
+            host.remove_finalizer(finalizers::RAY_SERVICE)?;
+            Ok(Outcome::done())
+        }
+    }
+}
+
+/// KubeRay marks an invalid RayService `Ready=False/ValidationFailed` and waits for a change.
+fn validation_failed<H: Host>(
+    ctx: &Ctx<'_, H>,
+    old: &RayServiceStatuses,
+    invalid: &Invalid,
+) -> Result<Outcome, ReconcileError> {
+    ctx.log(LogLevel::Warn, &invalid.message);
+    let mut new = old.clone();
+    let validation = reasons::RAY_SERVICE_VALIDATION_FAILED;
+    conditions::set(
+        &mut new,
+        types::RAY_SERVICE_READY,
+        conditions::FALSE,
+        validation,
+        &invalid.message,
+        ctx.now,
+    );
+    if status::write(ctx, old, new)? {
+        ctx.event(&Event::warning(
+            invalid.reason,
+            action::VALIDATE,
+            format!("{}: {}", ctx.key(&ctx.name), invalid.message),
+        ));
+    }
+    Ok(Outcome::done())
+}
