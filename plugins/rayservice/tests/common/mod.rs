@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 pub const SERVE_CONFIG: &str = "applications:\n  - name: app1\n    import_path: m:app\n    route_prefix: /\n    deployments:\n      - name: D\n        num_replicas: 1\n";
 
-pub fn rayservice(extra_spec: Value) -> Value {
+pub fn rayservice(extra: Value) -> Value {
     let mut object = json!({
         "apiVersion": "ray.io/v1", "kind": "RayService",
         "metadata": {"name": "svc", "namespace": "ns", "uid": "svc-uid", "generation": 1,
