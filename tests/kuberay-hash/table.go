@@ -98,7 +98,7 @@ func (g *tableGen) describe(t reflect.Type) (string, error) {
 		return fmt.Sprintf("Ty::Ptr(%d)", elem), err
 	case reflect.Slice:
 		if t.Elem().Kind() == reflect.Uint8 {
-			return "Ty::Bytes", nil
+			return "", fmt.Errorf("[]byte is written as base64; teach the Rust encoder about it")
 		}
 		elem, err := g.id(t.Elem())
 		return fmt.Sprintf("Ty::Slice(%d)", elem), err
