@@ -5,11 +5,18 @@
 //	                            RayClusterSpec (plugins/rules/src/hash/go_types.rs)
 //	kuberay-hash hash FILE...   prints, for every RayCluster and RayService in the YAML files, the spec hash
 //	                            KubeRay computes, one tab-separated line per object
+//	kuberay-hash quantity       prints, for every line of stdin, Go's JSON of the resource.Quantity
+//	                            decoded from it as a JSON string, or "error"
 package main
 
 import (
+	"bufio"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 func main() {
@@ -23,6 +30,8 @@ func main() {
 		err = writeTable(os.Stdout)
 	case "hash":
 		err = hashFiles(os.Stdout, os.Args[2:])
+	case "quantity":
+		err = quantities(os.Stdin, os.Stdout)
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
@@ -30,4 +39,25 @@ func main() {
 		fmt.Fprintln(os.Stderr, "kuberay-hash:", err)
 		os.Exit(1)
 	}
+}
+
+func quantities(in io.Reader, out io.Writer) error {
+	lines := bufio.NewScanner(in)
+	for lines.Scan() {
+		text, err := json.Marshal(lines.Text())
+		if err != nil {
+			return err
+		}
+		var q resource.Quantity
+		if err := json.Unmarshal(text, &q); err != nil {
+			fmt.Fprintln(out, "error")
+			continue
+		}
+		encoded, err := json.Marshal(q)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(out, string(encoded))
+	}
+	return lines.Err()
 }

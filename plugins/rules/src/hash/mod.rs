@@ -23,7 +23,8 @@
 //! Caveats: the spec is read through `kuberay_crds` and k8s-openapi, so a field those types do not know
 //! (a Pod field newer than the k8s-openapi version, a field our CRD prunes) is missing here while KubeRay,
 //! built against newer Kubernetes types, may hash it; a pod template's `managedFields` are written with
-//! sorted keys where Go keeps the document's order.
+//! sorted keys where Go keeps the document's order; k8s-openapi cannot tell whether a `headService` template
+//! spelled out `apiVersion: v1` and `kind: Service`, so they are taken as absent, as they usually are.
 
 mod go_types;
 mod gojson;
@@ -59,7 +60,14 @@ pub fn without_replicas_and_workers_to_delete(spec: &RayClusterSpec) -> String {
 
 fn to_value(spec: &RayClusterSpec) -> Value {
     // Serializing these types cannot fail (no maps with non-string keys); `null` would hash as the zero spec.
-    serde_json::to_value(spec).unwrap_or(Value::Null)
+    let mut value = serde_json::to_value(spec).unwrap_or(Value::Null);
+    // k8s-openapi always writes a Service's `apiVersion` and `kind`; a head Service template rarely has
+    // them, and Go writes them only when the object has them.
+    remove(
+        value.pointer_mut("/headGroupSpec/headService"),
+        &["apiVersion", "kind"],
+    );
+    value
 }
 
 /// The hash of a spec given as the API server's JSON.
@@ -140,5 +148,7 @@ fn base32hex(bytes: &[u8]) -> String {
     out
 }
 
+#[cfg(test)]
+mod oracle_tests;
 #[cfg(test)]
 mod tests;

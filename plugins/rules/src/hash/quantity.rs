@@ -4,14 +4,15 @@
 //! The rules (Kubernetes' `resource.ParseQuantity` and `Quantity.MarshalJSON`, restated):
 //! - a number with an optional sign, fraction and suffix: decimal SI (`n u m k M G T P E`), binary SI
 //!   (`Ki` to `Ei`) or an exponent (`e3`, `E-2`);
-//! - the value is rounded up (away from zero) to a multiple of 10⁻⁹ and capped at 2⁶³−1;
+//! - the value is rounded up (away from zero) to a multiple of 10⁻⁹; binary SI ones are capped at 2⁶³−1;
 //! - zero is `0`; a binary quantity of at least 1024 that is a whole number is written as the largest
 //!   power of 1024 that divides it (`1536Mi`, `1Gi`); anything else as a whole mantissa with the decimal
-//!   suffix (or exponent) of the largest multiple of three that keeps it whole (`1500m`, `15k`, `1e3`);
+//!   suffix (or exponent) of the largest multiple of three that keeps it whole (`1500m`, `15k`, `1e3`),
+//!   where Go knows no suffix above `E` and writes none;
 //! - except that a string already in a short canonical form is kept verbatim, sign and all (`+1`, `5.`):
 //!   Go caches it when it parses it without rounding.
 
-/// The largest value a quantity holds, 2⁶³−1, in units of 10⁻⁹.
+/// The largest binary SI quantity, 2⁶³−1, in units of 10⁻⁹.
 const MAX_NANOS: i128 = (i64::MAX as i128) * NANO;
 const NANO: i128 = 1_000_000_000;
 
@@ -45,8 +46,7 @@ pub fn canonical(text: &str) -> Option<String> {
     if cached(&parts) {
         return Some(text.to_owned());
     }
-    let (nanos, format) = nanos(&parts)?;
-    Some(render(nanos, format))
+    render(&parts)
 }
 
 fn digits_end(s: &str, from: usize) -> usize {
@@ -144,86 +144,133 @@ fn cached(p: &Parts<'_>) -> bool {
     }
 }
 
-/// The value in units of 10⁻⁹ (rounded up, capped) and the format it is written in.
-fn nanos(p: &Parts<'_>) -> Option<(i128, Format)> {
-    let mut magnitude: Option<i128> = format!("{}{}", p.num, p.denom).parse().ok();
-    let mut scale = -(p.denom.len() as i64) + 9;
-    match p.format {
+/// The value as decimal digits (no leading zeros) times a power of ten.
+struct Decimal {
+    digits: String,
+    exponent: i64,
+}
+
+fn value(p: &Parts<'_>) -> Option<(Decimal, Format)> {
+    let digits = format!("{}{}", p.num, p.denom);
+    let exponent = -(p.denom.len() as i64);
+    let decimal = match p.format {
+        Format::DecimalSi | Format::DecimalExponent => Decimal {
+            digits,
+            exponent: exponent + i64::from(p.exponent),
+        },
         Format::BinarySi => {
-            magnitude =
-                magnitude.and_then(|m| m.checked_mul(1i128.checked_shl(p.exponent.try_into().ok()?)?));
+            let times = digits
+                .parse::<i128>()
+                .ok()?
+                .checked_mul(1i128.checked_shl(p.exponent.try_into().ok()?)?)?;
+            Decimal {
+                digits: times.to_string(),
+                exponent,
+            }
         }
-        Format::DecimalSi | Format::DecimalExponent => scale += i64::from(p.exponent),
-    }
-    let nanos = match magnitude {
-        // More digits than fit: far above the cap (a value that small would not have so many digits).
-        None => MAX_NANOS,
-        Some(0) => 0,
-        Some(m) => scale_nanos(m, scale).min(MAX_NANOS),
     };
-    let format = match p.format {
-        Format::BinarySi if nanos < NANO => Format::DecimalSi,
-        other => other,
-    };
-    Some((if p.negative { -nanos } else { nanos }, format))
+    Some((round_up_to_nanos(decimal), p.format))
 }
 
-/// `m · 10^scale`, rounded up; saturates above the cap.
-fn scale_nanos(m: i128, scale: i64) -> i128 {
-    if scale >= 0 {
-        let factor = u32::try_from(scale).ok().and_then(|s| 10i128.checked_pow(s));
-        return factor.and_then(|f| m.checked_mul(f)).unwrap_or(i128::MAX);
+/// Rounds away from zero to a multiple of 10⁻⁹.
+fn round_up_to_nanos(mut d: Decimal) -> Decimal {
+    let digits = d.digits.trim_start_matches('0');
+    if digits.is_empty() {
+        return Decimal {
+            digits: "0".into(),
+            exponent: 0,
+        };
     }
-    match u32::try_from(-scale).ok().and_then(|s| 10i128.checked_pow(s)) {
-        Some(divisor) => (m + divisor - 1) / divisor,
-        None => 1,
+    d.digits = digits.to_owned();
+    if d.exponent >= -9 {
+        return d;
+    }
+    let cut = usize::try_from(-9 - d.exponent).unwrap_or(usize::MAX);
+    let kept = d.digits.len().saturating_sub(cut);
+    let dropped_nonzero = d.digits[kept..].bytes().any(|b| b != b'0');
+    let mut kept = d.digits[..kept].to_owned();
+    if dropped_nonzero {
+        kept = increment(&kept);
+    }
+    Decimal {
+        digits: kept,
+        exponent: -9,
     }
 }
 
-fn render(nanos: i128, format: Format) -> String {
-    if nanos == 0 {
-        return "0".into();
+/// Adds one to a decimal digit string.
+fn increment(digits: &str) -> String {
+    let mut bytes = digits.as_bytes().to_vec();
+    for b in bytes.iter_mut().rev() {
+        if *b == b'9' {
+            *b = b'0';
+        } else {
+            *b += 1;
+            return String::from_utf8_lossy(&bytes).into_owned();
+        }
     }
-    let whole = nanos % NANO == 0;
-    if format == Format::BinarySi && nanos.abs() >= 1024 * NANO && whole {
-        return binary(nanos / NANO);
+    format!("1{}", String::from_utf8_lossy(&bytes))
+}
+
+fn render(p: &Parts<'_>) -> Option<String> {
+    let (mut d, mut format) = value(p)?;
+    if d.digits == "0" {
+        return Some("0".into());
     }
-    let format = if format == Format::BinarySi {
-        Format::DecimalSi
-    } else {
-        format
-    };
-    let (mut mantissa, mut exponent) = (nanos, -9i32);
-    while mantissa % 10 == 0 {
-        mantissa /= 10;
-        exponent += 1;
+    let sign = if p.negative { "-" } else { "" };
+    if format == Format::BinarySi {
+        // Binary quantities are capped at 2⁶³−1 and written in powers of 1024 when whole and ≥ 1024.
+        let nanos = nanos(&d).min(MAX_NANOS);
+        if nanos >= 1024 * NANO && nanos % NANO == 0 {
+            return Some(format!("{sign}{}", binary(nanos / NANO)));
+        }
+        d = Decimal {
+            digits: nanos.to_string(),
+            exponent: -9,
+        };
+        format = Format::DecimalSi;
     }
-    while exponent % 3 != 0 {
-        mantissa *= 10;
-        exponent -= 1;
+    let trimmed = d.digits.trim_end_matches('0');
+    d.exponent += (d.digits.len() - trimmed.len()) as i64;
+    let mut mantissa = trimmed.to_owned();
+    while d.exponent % 3 != 0 {
+        mantissa.push('0');
+        d.exponent -= 1;
     }
-    let suffix = match (format, exponent) {
+    let suffix = match (format, d.exponent) {
         (Format::DecimalExponent, 0) => String::new(),
         (Format::DecimalExponent, e) => format!("e{e}"),
         (_, -9) => "n".into(),
         (_, -6) => "u".into(),
         (_, -3) => "m".into(),
-        (_, 0) => String::new(),
         (_, 3) => "k".into(),
         (_, 6) => "M".into(),
         (_, 9) => "G".into(),
         (_, 12) => "T".into(),
         (_, 15) => "P".into(),
-        // The cap keeps a whole mantissa's exponent at 18 or below.
-        _ => "E".into(),
+        (_, 18) => "E".into(),
+        // Go finds no decimal SI suffix beyond `E` and writes none (`1000E` comes out as `1`).
+        _ => String::new(),
     };
-    format!("{mantissa}{suffix}")
+    Some(format!("{sign}{mantissa}{suffix}"))
+}
+
+/// The value in units of 10⁻⁹, saturating at `i128::MAX`.
+fn nanos(d: &Decimal) -> i128 {
+    let Ok(digits) = d.digits.parse::<i128>() else {
+        return i128::MAX;
+    };
+    u32::try_from(d.exponent + 9)
+        .ok()
+        .and_then(|e| 10i128.checked_pow(e))
+        .and_then(|f| digits.checked_mul(f))
+        .unwrap_or(i128::MAX)
 }
 
 fn binary(mut value: i128) -> String {
     const SUFFIXES: [&str; 7] = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"];
     let mut power = 0;
-    while power + 1 < SUFFIXES.len() && value.abs() >= 1024 && value % 1024 == 0 {
+    while power + 1 < SUFFIXES.len() && value >= 1024 && value % 1024 == 0 {
         value /= 1024;
         power += 1;
     }
