@@ -19,12 +19,13 @@ help:
 	@echo "make bench         measure a plugin call against the same logic compiled natively"
 	@echo "make bench-apiserver  REST get/list of clusters through kuberay-apiserver against direct API calls"
 	@echo "make tools         build the control-plane binaries, grpcurl, the Ray and API-tools virtualenvs and the wasm target"
+	@echo "make hash-table    regenerate the table of KubeRay's Go types behind the spec hashes (kuberay-rules)"
 	@echo "make crds          regenerate the CRDs in crds/ from the Rust types of the ray.io/v1 API"
 
 ## Prerequisites ------------------------------------------------------------------------------------------
 
-.PHONY: tools control-plane ray apitools grpcurl wasm-target
-tools: control-plane ray apitools grpcurl wasm-target
+.PHONY: tools control-plane ray apitools grpcurl kuberay-hash wasm-target
+tools: control-plane ray apitools grpcurl kuberay-hash wasm-target
 
 # kube-apiserver, kube-controller-manager, kubectl and etcd from tests/cluster/go.mod, into .local/bin.
 control-plane:
@@ -42,15 +43,27 @@ apitools:
 grpcurl:
 	@bash tests/apitools/build-grpcurl.sh
 
+# .local/bin/kuberay-hash, the oracle of KubeRay's spec hashes built from KubeRay's Go module
+# (tests/kuberay-hash/go.mod); kuberay-rules' tests compare its hashes with ours.
+kuberay-hash:
+	@bash tests/kuberay-hash/build.sh
+
 wasm-target:
 	@rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
 
 ## Generated files ---------------------------------------------------------------------------------------
 
-.PHONY: crds
+.PHONY: crds hash-table
 # crds/ray.io_*.yaml from the types in crds/src (committed; a test fails when they are stale).
 crds:
 	@$(CARGO) run --quiet -p kuberay-crds --features schema --bin crdgen
+
+HASH_TABLE := plugins/rules/src/hash/go_types.rs
+# The JSON shape of KubeRay's Go types that kuberay-rules hashes specs with, from KubeRay's Go module
+# (committed; regenerate when tests/kuberay-hash/go.mod or v17.go moves).
+hash-table: kuberay-hash
+	@.local/bin/kuberay-hash table > $(HASH_TABLE).tmp && mv $(HASH_TABLE).tmp $(HASH_TABLE)
+	@rustfmt --edition 2024 $(HASH_TABLE)
 
 ## The local cluster --------------------------------------------------------------------------------------
 

@@ -81,7 +81,7 @@ pub fn reconcile_pods<H: Host>(ctx: &Ctx<'_, H>) -> Result<(), Failure> {
         SuspendState::Running => {}
     }
 
-    let hash = upgrade::spec_hash(&cluster.spec);
+    let hash = kuberay_rules::hash::recreate_hash(&cluster.spec);
     let heads = ctx.list::<Pod>(&labels::head_pods(&ctx.id.name))?;
     if upgrade::recreate(&cluster.spec) && spec_changed(heads.first(), &hash) {
         let why = format!(

@@ -1,13 +1,10 @@
-//! `upgradeStrategy.type: Recreate`: when the Pod templates change, every Pod is deleted and re-created
-//! from the new spec. Changes the autoscaler makes (`replicas`, `min/maxReplicas`, `workersToDelete`) and
-//! scheduling fields external controllers such as Kueue inject (tolerations, scheduling gates) must not
-//! count as a change, so they are left out of the hash stored on the head Pod.
-//!
-//! The hash is SHA-1 in base32hex like KubeRay's, but of this plugin's canonical JSON of the spec, so its
-//! value differs from the one KubeRay would compute for the same spec.
+//! `upgradeStrategy.type: Recreate`: when the spec changes, every Pod is deleted and re-created from the
+//! new spec. The change is detected with KubeRay's own spec hash (`kuberay_rules::hash::recreate_hash`,
+//! which leaves out what the autoscaler and Kueue-like controllers change), stored on the head Pod as
+//! `ray.io/upgrade-strategy-recreate-hash`; it equals the value KubeRay stores for the same spec, so Pods
+//! created by KubeRay are not re-created when this operator takes over.
 
 use kuberay_crds::{RayClusterSpec, RayClusterUpgradeType};
-use serde_json::Value;
 
 /// Whether the cluster asks for `Recreate`.
 pub fn recreate(spec: &RayClusterSpec) -> bool {
@@ -17,120 +14,21 @@ pub fn recreate(spec: &RayClusterSpec) -> bool {
         .is_some_and(|t| t == RayClusterUpgradeType::Recreate)
 }
 
-/// The hash of the spec without the fields that must not trigger a re-creation.
-pub fn spec_hash(spec: &RayClusterSpec) -> String {
-    let mut spec = spec.clone();
-    spec.upgrade_strategy = None;
-    if let Some(pod) = spec.head_group_spec.template.spec.as_mut() {
-        pod.tolerations = None;
-        pod.scheduling_gates = None;
-    }
-    for group in spec.worker_group_specs.iter_mut().flatten() {
-        group.replicas = None;
-        group.min_replicas = None;
-        group.max_replicas = None;
-        // `workersToDelete` is all a scale strategy holds.
-        group.scale_strategy = None;
-        if let Some(pod) = group.template.spec.as_mut() {
-            pod.tolerations = None;
-            pod.scheduling_gates = None;
-        }
-    }
-    let mut text = String::new();
-    canonical_json(&serde_json::to_value(&spec).unwrap_or(Value::Null), &mut text);
-    base32hex(&sha1_smol::Sha1::from(text.as_bytes()).digest().bytes())
-}
-
-/// JSON with object keys sorted at every level, so equal specs always hash equally.
-fn canonical_json(value: &Value, out: &mut String) {
-    match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, key) in keys.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String((*key).clone()).to_string());
-                out.push(':');
-                if let Some(v) = map.get(*key) {
-                    canonical_json(v, out);
-                }
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                canonical_json(item, out);
-            }
-            out.push(']');
-        }
-        other => out.push_str(&other.to_string()),
-    }
-}
-
-/// RFC 4648 base32 with the extended-hex alphabet, padded, as Go's `base32.HexEncoding`.
-fn base32hex(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 32] = b"0123456789ABCDEFGHIJKLMNOPQRSTUV";
-    let mut out = String::new();
-    for chunk in bytes.chunks(5) {
-        let mut buffer = [0u8; 5];
-        buffer[..chunk.len()].copy_from_slice(chunk);
-        let bits = buffer.iter().fold(0u64, |acc, b| (acc << 8) | u64::from(*b));
-        let symbols = (chunk.len() * 8).div_ceil(5);
-        for i in 0..8 {
-            if i < symbols {
-                let index = usize::try_from((bits >> (35 - 5 * i)) & 31).unwrap_or(0);
-                out.push(char::from(ALPHABET[index]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
-    use kuberay_crds::{RayClusterUpgradeStrategy, ScaleStrategy, WorkerGroupSpec};
+    use kuberay_crds::RayClusterUpgradeStrategy;
 
     use super::*;
 
     #[test]
-    fn base32hex_matches_the_rfc_vectors() {
-        assert_eq!(base32hex(b"f"), "CO======");
-        assert_eq!(base32hex(b"foobar"), "CPNMUOJ1E8======");
-        assert_eq!(base32hex(&[0u8; 20]).len(), 32);
-    }
-
-    #[test]
-    fn replicas_and_workers_to_delete_do_not_change_the_hash() {
-        let mut spec = RayClusterSpec {
-            worker_group_specs: Some(vec![WorkerGroupSpec {
-                group_name: "g".into(),
-                replicas: Some(1),
-                ..WorkerGroupSpec::default()
-            }]),
+    fn only_recreate_asks_for_recreation() {
+        let with = |type_| RayClusterSpec {
+            upgrade_strategy: Some(RayClusterUpgradeStrategy { type_ }),
             ..RayClusterSpec::default()
         };
-        let before = spec_hash(&spec);
-        if let Some(group) = spec.worker_group_specs.as_mut().and_then(|g| g.first_mut()) {
-            group.replicas = Some(5);
-            group.max_replicas = Some(9);
-            group.scale_strategy = Some(ScaleStrategy {
-                workers_to_delete: Some(vec!["p".into()]),
-            });
-        }
-        spec.upgrade_strategy = Some(RayClusterUpgradeStrategy {
-            type_: Some(RayClusterUpgradeType::Recreate),
-        });
-        assert_eq!(spec_hash(&spec), before);
-        spec.ray_version = Some("2.9.0".into());
-        assert_ne!(spec_hash(&spec), before);
+        assert!(recreate(&with(Some(RayClusterUpgradeType::Recreate))));
+        assert!(!recreate(&with(Some(RayClusterUpgradeType::None))));
+        assert!(!recreate(&with(None)));
+        assert!(!recreate(&RayClusterSpec::default()));
     }
 }
