@@ -3,12 +3,15 @@
 //! nothing be skipped (`unchanged`), and the event recorders. It also holds the rules the plugin host
 //! (`crate::plugin_host`) applies to a plugin's writes: a controller owner reference on everything it
 //! creates and nothing else tying it to other objects, no adoption of objects its object does not control
-//! (`ownership`), and names that follow Kubernetes' rules before any URL is built from them (`names`).
+//! (`ownership`) except a label-only apply of policy-listed keys on an object it controls through an
+//! object it owns (`label_only`), and names that follow Kubernetes' rules before any URL is built from them
+//! (`names`).
 
 mod cache;
 mod discovery;
 pub(crate) mod errors;
 mod events;
+pub(crate) mod label_only;
 pub(crate) mod names;
 pub(crate) mod overlay;
 pub(crate) mod ownership;

@@ -121,6 +121,21 @@ pub(crate) fn namespace(name: &str) -> Checked {
     }
 }
 
+/// A label: the key a qualified name (optional DNS-1123 subdomain prefix and '/'), the value a label value.
+pub(crate) fn label(key: &str, value: &str) -> Checked {
+    if !qualified_name(key) {
+        return fail("label key", key, "must be a qualified name");
+    }
+    if !label_value(value) {
+        return fail(
+            "label value",
+            value,
+            "must be at most 63 alphanumerics, '-', '_' or '.', starting and ending alphanumeric",
+        );
+    }
+    Ok(())
+}
+
 /// Splits at commas outside parentheses.
 fn top_level_parts(selector: &str) -> Vec<&str> {
     let (mut parts, mut depth, mut start) = (Vec::new(), 0i32, 0);
@@ -273,5 +288,21 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(message.len() < 300, "{message}");
+    }
+
+    #[test]
+    fn labels_follow_kubernetes_rules() {
+        for (key, value, valid) in [
+            ("ray.io/serve", "true", true),
+            ("app", "", true),
+            ("ray.io/serve", "a b", false),
+            ("ray.io/serve", "-x", false),
+            ("a/b/c", "x", false),
+            ("Ray.IO/serve", "x", false),
+            ("", "x", false),
+            ("ray.io/", "x", false),
+        ] {
+            assert_eq!(label(key, value).is_ok(), valid, "{key:?}={value:?}");
+        }
     }
 }

@@ -5,6 +5,7 @@
 //! - `objects`: get, list, create, apply, apply-status, delete and finalizers, held to the reconciled
 //!   object's namespace, its ownership rules ([`crate::kubernetes::ownership`]), Kubernetes' naming rules
 //!   ([`crate::kubernetes::names`]) and the policy's content rules ([`crate::policy::guard`]);
+//! - `labels`: the label-only apply to an object the reconciled object controls through one it owns;
 //! - `ray`: which Ray clusters a plugin may reach, and sending to them through the Ray bridge;
 //! - `events`: events about the reconciled object;
 //! - `log`: the plugin's log lines (escaped and rate-limited before, in the sandbox).
@@ -13,6 +14,7 @@
 //! (`sandbox::call`).
 
 mod events;
+mod labels;
 mod log;
 mod objects;
 mod ray;

@@ -16,6 +16,7 @@ use crate::{
         errors::from_kube,
         names,
         overlay::Key,
+        ownership::controlled_by,
         strip_host_condition, to_json,
         unchanged::{intent_hash, is_subset},
     },
@@ -28,7 +29,7 @@ fn dynamic(object: Value) -> HostResult<DynamicObject> {
 }
 
 impl PluginHost {
-    fn key(&self, kind: &Kind, name: &str) -> Key {
+    pub(super) fn key(&self, kind: &Kind, name: &str) -> Key {
         Key {
             kind: kind.clone(),
             namespace: self.primary.namespace.clone(),
@@ -86,7 +87,12 @@ impl PluginHost {
 
     /// The live object an apply would write over: the operator's view (cache and recent writes), confirmed
     /// with the API server when that view has none (a watch may lag behind an object created a moment ago).
-    async fn live(&self, api: &Api<DynamicObject>, kind: &Kind, name: &str) -> HostResult<Option<Value>> {
+    pub(super) async fn live(
+        &self,
+        api: &Api<DynamicObject>,
+        kind: &Kind,
+        name: &str,
+    ) -> HostResult<Option<Value>> {
         if let Some(current) = self.kube.read(kind, &self.primary.namespace, name).await? {
             return Ok(Some(current));
         }
@@ -183,14 +189,21 @@ impl PluginHost {
     pub(super) async fn apply_object(&self, kind: Kind, object: Value) -> HostResult<Value> {
         self.check_names(&kind, None)?;
         let api = self.namespaced(&kind).await?;
-        let object = self.adopt(&kind, object)?;
-        self.guard().check_write(&kind, &object).await?;
         let name = str_at(&object, "/metadata/name")
             .ok_or_else(|| HostError::Invalid("apply needs metadata.name".into()))?
             .to_string();
+        self.check_names(&kind, Some(&name))?;
+        let current = self.live(&api, &kind, &name).await?;
+        if let Some(current) = current.as_ref()
+            && !controlled_by(current, &self.primary.uid)
+            && self.guard().controlled_through_owned(current).await?
+        {
+            return self.apply_labels(&api, &kind, &name, &object, current).await;
+        }
+        let object = self.adopt(&kind, object)?;
+        self.guard().check_write(&kind, &object).await?;
         let key = self.key(&kind, &name);
         let hash = intent_hash(&object);
-        let current = self.live(&api, &kind, &name).await?;
         if let Err(message) = self.writer().check_adoption(current.as_ref()) {
             return Err(forbidden(format!("{kind} {name}: {message}")));
         }

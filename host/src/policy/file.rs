@@ -6,6 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use kuberay_plugin_sdk::{Kind, Verb};
 use serde::Deserialize;
 
+use crate::kubernetes::names;
+
 /// The policy shipped for this repository's plugins, used when `--policy` is not given.
 pub(crate) const BUILTIN: &str = include_str!("../../deploy/policy.yaml");
 
@@ -64,6 +66,10 @@ pub(crate) struct ContentRules {
     /// its spec names.
     pub(crate) service_accounts: BTreeSet<String>,
     pub(crate) secrets: SecretAccess,
+    /// Label keys a plugin may set with a label-only apply on an object controlled by an object the
+    /// reconciled object controls (a RayService's `ray.io/serve` on its RayClusters' head Pods); none by
+    /// default.
+    pub(crate) grandchild_labels: BTreeSet<String>,
 }
 
 impl Default for ContentRules {
@@ -74,6 +80,7 @@ impl Default for ContentRules {
             service_types: ["ClusterIP", "NodePort", "LoadBalancer"].map(String::from).into(),
             service_accounts: BTreeSet::new(),
             secrets: SecretAccess::default(),
+            grandchild_labels: BTreeSet::new(),
         }
     }
 }
@@ -117,6 +124,7 @@ struct RulesFile {
     service_types: Option<Vec<String>>,
     service_accounts: Option<Vec<String>>,
     secrets: Option<SecretAccess>,
+    grandchild_labels: Option<Vec<String>>,
 }
 
 #[derive(Deserialize)]
@@ -138,6 +146,7 @@ struct EntryFile {
     service_types: Option<Vec<String>>,
     service_accounts: Option<Vec<String>>,
     secrets: Option<SecretAccess>,
+    grandchild_labels: Option<Vec<String>>,
 }
 
 const SERVICE_TYPES: [&str; 4] = ["ClusterIP", "NodePort", "LoadBalancer", "ExternalName"];
@@ -209,7 +218,16 @@ fn rules(defaults: &ContentRules, file: RulesFile) -> Result<ContentRules, Polic
         service_types: set(file.service_types, &defaults.service_types),
         service_accounts: set(file.service_accounts, &defaults.service_accounts),
         secrets: file.secrets.unwrap_or(defaults.secrets),
+        grandchild_labels: set(file.grandchild_labels, &defaults.grandchild_labels),
     };
+    if let Some(Err(e)) = rules
+        .grandchild_labels
+        .iter()
+        .map(|key| names::label(key, ""))
+        .find(Result::is_err)
+    {
+        return Err(PolicyError::Invalid(format!("grandchildLabels: {e}")));
+    }
     if let Some(bad) = rules
         .service_types
         .iter()
@@ -264,6 +282,7 @@ fn entry(defaults: &ContentRules, e: EntryFile) -> Result<Entry, PolicyError> {
             service_types: e.service_types,
             service_accounts: e.service_accounts,
             secrets: e.secrets,
+            grandchild_labels: e.grandchild_labels,
         },
     )?;
     Ok(Entry {
@@ -398,6 +417,10 @@ mod tests {
                 "service type",
             ),
             (
+                "plugins: [{name: a, file: a.wasm, reconciles: x.io/v1/A, grandchildLabels: [a/b/c]}]",
+                "label key",
+            ),
+            (
                 "plugins: [{name: a, file: a.wasm, reconciles: x.io/v1/A, podSecurity: lax}]",
                 "YAML",
             ),
@@ -428,7 +451,7 @@ mod tests {
             "defaults: {podSecurity: restricted, serviceTypes: [ClusterIP]}\n\
              plugins:\n\
              - {name: a, file: a.wasm, reconciles: x.io/v1/A}\n\
-             - {name: b, file: b.wasm, reconciles: x.io/v1/B, podSecurity: privileged, secrets: {owned: true}}\n",
+             - {name: b, file: b.wasm, reconciles: x.io/v1/B, podSecurity: privileged, secrets: {owned: true}, grandchildLabels: [ray.io/serve]}\n",
         )
         .unwrap();
         let (a, b) = (&policy.entries()[0], &policy.entries()[1]);
@@ -437,5 +460,7 @@ mod tests {
         assert!(!a.rules.secrets.any());
         assert_eq!(b.rules.pod_security, Profile::Privileged);
         assert!(b.rules.secrets.owned && !b.rules.secrets.named_in_spec);
+        assert!(a.rules.grandchild_labels.is_empty());
+        assert_eq!(b.rules.grandchild_labels, ["ray.io/serve".to_string()].into());
     }
 }

@@ -66,13 +66,21 @@ impl Guard<'_> {
         if self.controlled_by_primary(object) {
             return Ok(true);
         }
+        self.controlled_through_owned(object).await
+    }
+
+    /// Whether `object`'s controller is an object of a kind the plugin owns that the reconciled object
+    /// controls: the controller reference's uid is that object's, and that object's controller reference
+    /// carries the reconciled object's uid (names alone decide nothing).
+    pub(crate) async fn controlled_through_owned(&self, object: &Value) -> Result<bool, HostError> {
         let Some(owner) = controller(object) else {
             return Ok(false);
         };
-        let (Some(api_version), Some(kind), Some(name)) = (
+        let (Some(api_version), Some(kind), Some(name), Some(uid)) = (
             str_at(owner, "/apiVersion"),
             str_at(owner, "/kind"),
             str_at(owner, "/name"),
+            str_at(owner, "/uid"),
         ) else {
             return Ok(false);
         };
@@ -82,8 +90,7 @@ impl Guard<'_> {
         }
         let parent = self.bridge.read(&kind, &self.primary.namespace, name).await?;
         Ok(parent.is_some_and(|p| {
-            str_at(&p, "/metadata/uid") == owner.get("uid").and_then(Value::as_str)
-                && self.controlled_by_primary(&p)
+            !uid.is_empty() && str_at(&p, "/metadata/uid") == Some(uid) && self.controlled_by_primary(&p)
         }))
     }
 
