@@ -16,8 +16,8 @@ use jiff::{SignedDuration, tz::TimeZone};
 pub enum Schedule {
     /// A cron pattern, evaluated on the wall clock of `zone`.
     Pattern {
-        /// The parsed pattern.
-        cron: Cron,
+        /// The parsed pattern (boxed: it is large next to `Every`).
+        cron: Box<Cron>,
         /// `timeZone`, or UTC when it is unset.
         zone: TimeZone,
     },
@@ -56,7 +56,10 @@ pub fn parse(schedule: &str, time_zone: Option<&str>) -> Result<Schedule, Invali
     let cron = parser()
         .parse(pattern)
         .map_err(|e| Invalid(format!("invalid cron schedule: {e}")))?;
-    Ok(Schedule::Pattern { cron, zone })
+    Ok(Schedule::Pattern {
+        cron: Box::new(cron),
+        zone,
+    })
 }
 
 /// The IANA zone `name`, from the database compiled into the plugin; UTC when unset.

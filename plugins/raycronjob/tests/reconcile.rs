@@ -15,7 +15,7 @@ use kuberay_plugin_sdk::{EventType, Kind, Outcome, ReconcileError, Request, test
 use serde_json::{Value, json};
 
 fn at(text: &str) -> SystemTime {
-    let seconds = text.parse::<k8s_openapi::jiff::Timestamp>().unwrap().as_second();
+    let seconds = text.parse::<jiff::Timestamp>().unwrap().as_second();
     SystemTime::UNIX_EPOCH + Duration::from_secs(u64::try_from(seconds).unwrap())
 }
 
