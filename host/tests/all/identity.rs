@@ -19,7 +19,7 @@ use crate::{
     },
 };
 
-fn small_cluster() -> Value {
+pub fn small_cluster() -> Value {
     json!({
         "rayVersion": "2.52.0",
         "headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [{
@@ -29,7 +29,7 @@ fn small_cluster() -> Value {
     })
 }
 
-async fn create_chaos(api: &Api<DynamicObject>, name: &str, spec: Value) {
+pub async fn create_chaos(api: &Api<DynamicObject>, name: &str, spec: Value) {
     let object: DynamicObject = serde_json::from_value(json!({
         "apiVersion": "testing.kuberay-wasm.io/v1", "kind": "Chaos", "metadata": {"name": name}, "spec": spec,
     }))
@@ -38,7 +38,7 @@ async fn create_chaos(api: &Api<DynamicObject>, name: &str, spec: Value) {
 }
 
 /// The message of the host's `Reconciled=False` condition on a Chaos object, once it says `needle`.
-async fn refusal(api: &Api<DynamicObject>, name: &str, needle: &str) -> String {
+pub async fn refusal(api: &Api<DynamicObject>, name: &str, needle: &str) -> String {
     eventually(
         &format!("{name} to be refused with {needle:?}"),
         Duration::from_secs(90),

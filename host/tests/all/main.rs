@@ -11,6 +11,7 @@
 mod compile_cache;
 mod containment;
 mod endpoints;
+mod grandchild;
 mod identity;
 mod limits;
 mod policy;

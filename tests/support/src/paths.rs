@@ -49,6 +49,12 @@ impl Layout {
         path.is_file().then_some(path)
     }
 
+    /// Python code real Ray heads import (`tests/ray/apps`: the Serve applications of KubeRay's RayService
+    /// samples), put on their `PYTHONPATH`.
+    pub fn ray_apps(&self) -> PathBuf {
+        self.root.join("tests/ray/apps")
+    }
+
     /// Kubeconfig and description of the cluster started by `make cluster`.
     pub fn cluster_kubeconfig(&self) -> PathBuf {
         self.local_dir().join("kubeconfig")

@@ -20,12 +20,14 @@
 //!   reports the answer's status code and body in `status.status` and `status.observed` (`spec.method` and
 //!   `spec.body` change the request: `POST` a job submission to a head; `spec.headers` adds headers);
 //! - floods of host calls, oversized inputs and forged log lines: see [`flood`];
-//! - `adopt`, `foreign-owner`, `foreign-finalizer`, `add-finalizer`, `bad-name`: see [`identity`].
+//! - `adopt`, `foreign-owner`, `foreign-finalizer`, `add-finalizer`, `bad-name`: see [`identity`];
+//! - `label-head`: labels its RayCluster's head Pod (a grandchild, as a RayService does): see [`grandchild`].
 //!
 //! Built with the feature `greedy`, its metadata also asks for `list` and `delete` on Pods (a reload that
 //! asks for more); with `reconcile-secrets`, it calls itself `chaos-secrets` and asks to reconcile `v1/Secret`.
 
 mod flood;
+mod grandchild;
 mod identity;
 
 use kuberay_plugin_sdk::{
@@ -58,9 +60,9 @@ fn str_at<'a>(object: &'a Value, pointer: &str) -> &'a str {
 /// The Pod verbs it asks for (more when built `greedy`).
 fn pod_verbs() -> &'static [Verb] {
     if cfg!(feature = "greedy") {
-        &[Verb::Create, Verb::List, Verb::Delete]
+        &[Verb::Create, Verb::Apply, Verb::List, Verb::Delete]
     } else {
-        &[Verb::Create]
+        &[Verb::Create, Verb::Apply]
     }
 }
 
@@ -75,7 +77,7 @@ impl Plugin for Chaos {
             name: name.into(),
             version: "0.1.0".into(),
             reconciles,
-            owns: vec![config_maps()],
+            owns: vec![config_maps(), ray_clusters()],
             capabilities: vec![
                 Capability::new(
                     chaos_kind(),
@@ -160,6 +162,7 @@ impl Plugin for Chaos {
                 Ok(Outcome::done())
             }
             "ray" => ray(host, object, name),
+            "label-head" => grandchild::label_head(host, object, name),
             "create" => {
                 host.create(object.pointer("/spec/object").unwrap_or(&Value::Null))?;
                 Ok(Outcome::done())

@@ -202,6 +202,7 @@ impl PodRunner {
                 let key = sb.netns.rsplit('-').next().unwrap_or("0");
                 let config = RealRayConfig {
                     ray_cli,
+                    python_path: self.shared.config.ray_python_path.as_deref(),
                     netns: &sb.netns,
                     ip: sb.ip,
                     ports: ray_ports(&self.pod),

@@ -21,6 +21,8 @@ pub struct RealRayHead {
 
 pub struct RealRayConfig<'a> {
     pub ray_cli: &'a Path,
+    /// Put on the head's `PYTHONPATH`, which Ray's workers inherit (Serve applications import from it).
+    pub python_path: Option<&'a Path>,
     pub netns: &'a str,
     pub ip: Ipv4Addr,
     pub ports: RayPorts,
@@ -78,6 +80,10 @@ impl RealRayHead {
             .stderr(log_err)
             .process_group(0)
             .kill_on_drop(true);
+        match config.python_path {
+            Some(dir) => command.env("PYTHONPATH", dir),
+            None => command.env_remove("PYTHONPATH"),
+        };
         let child = command
             .spawn()
             .map_err(Error::io("starting `ray start --head`"))?;
