@@ -22,9 +22,9 @@ use kuberay_plugin_sdk::Host;
 use crate::{
     consts::{WAIT_GCS_READY_CONTAINER_NAME, env as env_names},
     context::{Ctx, Failure},
-    names,
     pod::env,
 };
+use kuberay_rules::names;
 
 const TOKEN_KEY: &str = "auth_token";
 const TOKEN_VOLUME: &str = "ray-token";

@@ -16,9 +16,9 @@ use kuberay_crds::{AutoscalerOptions, RayCluster, constants::labels};
 use crate::{
     cluster::Identity,
     consts::{APPLICATION_NAME, AUTOSCALER_CONTAINER_NAME, COMPONENT_NAME, env as env_names},
-    names,
     pod::{env, shell_command},
 };
+use kuberay_rules::names;
 
 /// The command KubeRay runs, also exported as `KUBERAY_GEN_AUTOSCALER_START_CMD` so custom `args` can
 /// wrap it.

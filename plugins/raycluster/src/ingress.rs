@@ -16,8 +16,9 @@ use kuberay_crds::{IngressPathType, RayCluster, constants::labels, constants::no
 use crate::{
     cluster::Identity,
     consts::{APPLICATION_NAME, COMPONENT_NAME, DASHBOARD_PORT_NAME, DEFAULT_DASHBOARD_PORT},
-    names, service,
+    service,
 };
+use kuberay_rules::names;
 
 const INGRESS_CLASS_ANNOTATION: &str = "kubernetes.io/ingress.class";
 

@@ -21,8 +21,9 @@ use crate::{
     cluster::{self, num_of_hosts},
     consts::{action, reason},
     context::{Ctx, Failure},
-    ingress, names, service, subset,
+    ingress, service,
 };
+use kuberay_rules::{names, subset};
 
 /// Applies `object` as a new object and records `created` (or `failed` when the API refuses).
 fn create<H: Host, K>(
@@ -147,7 +148,7 @@ pub fn reconcile_ingress<H: Host>(ctx: &Ctx<'_, H>, first_look: bool) -> Result<
         return Ok(());
     }
     let desired_json = serde_json::to_value(&desired).map_err(|e| HostError::Invalid(e.to_string()))?;
-    if subset::contains(&live, &desired_json) {
+    if subset::is_subset(&desired_json, &live) {
         return Ok(());
     }
     match ctx.apply(&desired) {
@@ -212,7 +213,7 @@ pub fn reconcile_headless_service<H: Host>(ctx: &Ctx<'_, H>) -> Result<(), Failu
     if !multi_host {
         return Ok(());
     }
-    let selector = crate::labels::selector(&[(labels::RAY_HEADLESS_WORKER_SERVICE, &ctx.id.name)]);
+    let selector = kuberay_rules::labels::selector(&[(labels::RAY_HEADLESS_WORKER_SERVICE, &ctx.id.name)]);
     if !ctx.list::<Service>(&selector)?.is_empty() {
         return Ok(());
     }

@@ -11,12 +11,12 @@ use kuberay_plugin_sdk::{Event, Host, Kind, LogLevel};
 use crate::{
     consts::{KUBERAY_VERSION, action, reason},
     context::{Ctx, Failure},
-    labels,
     pod::head,
     pod_state, scaling,
     suspend::{self, SuspendState},
     upgrade,
 };
+use kuberay_rules::labels;
 
 /// Deletes every Pod that is not already terminating; returns how many it deleted.
 pub fn delete_all<H: Host>(ctx: &Ctx<'_, H>, selector: &str) -> Result<usize, Failure> {

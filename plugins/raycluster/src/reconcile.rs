@@ -17,10 +17,11 @@ use crate::{
     auth, cluster,
     consts::{action, reason},
     context::{Ctx, Failure},
-    labels, objects, pods, redis_cleanup, service,
+    objects, pods, redis_cleanup, service,
     status::{self, Observed},
     validation,
 };
+use kuberay_rules::labels;
 
 /// KubeRay requeues 2 s after a change or an error...
 pub const SHORT_REQUEUE: Duration = Duration::from_secs(2);

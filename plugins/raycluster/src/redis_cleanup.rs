@@ -26,10 +26,10 @@ use crate::{
     cluster::{self, Identity},
     consts::{action, env as env_names, reason},
     context::Ctx,
-    labels, names,
     pod::{BuildError, env, head, shell_command},
     pods,
 };
+use kuberay_rules::{labels, names};
 
 const DEFAULT_DELETION_TIMEOUT: Duration = Duration::from_secs(300);
 const REQUEUE: Duration = Duration::from_secs(2);

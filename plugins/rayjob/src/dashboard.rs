@@ -8,8 +8,9 @@ use kuberay_plugin_sdk::{Host, ReconcileError, ray::jobs::JobSubmitRequest};
 use crate::{
     consts::{CLUSTER_DOMAIN, DASHBOARD_PORT_NAME},
     context::Ctx,
-    names, spec, status,
+    spec, status,
 };
+use kuberay_rules::names;
 
 /// `<head service>.<namespace>.svc.cluster.local:<dashboard port>`, from the cluster's head Service as it
 /// exists (so a custom Service name or port is honoured).

@@ -9,8 +9,9 @@ use crate::{
         STATUS_CHECK_TIMEOUT_SECONDS, SUBMITTER_FINISHED_TIMEOUT_SECONDS, TRANSITION_GRACE_PERIOD_SECONDS,
     },
     context::Ctx,
-    status, time,
+    status,
 };
+use kuberay_rules::time;
 
 fn started(job_status: &RayJobStatus) -> Option<(i64, String)> {
     let start = job_status.start_time.as_ref()?;

@@ -8,7 +8,8 @@ use kuberay_crds::{
 };
 use kuberay_plugin_sdk::{Host, ReconcileError};
 
-use crate::{context::Ctx, time};
+use crate::context::Ctx;
+use kuberay_rules::time;
 
 pub fn deployment(status: &RayJobStatus) -> JobDeploymentStatus {
     status

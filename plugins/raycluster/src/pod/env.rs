@@ -8,9 +8,9 @@ use kuberay_crds::constants::labels;
 use crate::{
     cluster::Creator,
     consts::{KUBERAY_VERSION, LOCAL_HOST, env},
-    names,
     ray_start::NodeType,
 };
+use kuberay_rules::names;
 
 pub fn exists(container: &Container, name: &str) -> bool {
     container.env.iter().flatten().any(|e| e.name == name)

@@ -14,9 +14,10 @@ use crate::{
     auth, autoscaler,
     cluster::{self, Creator, Identity},
     consts::{KUBERAY_VERSION, env as env_names},
-    gcs_ft, labels, names,
+    gcs_ft,
     ray_start::{self, NodeType},
 };
+use kuberay_rules::{labels, names};
 
 /// Builds the head Pod. `spec_hash` (the `Recreate` upgrade hash) is recorded on Pods that are created;
 /// the Redis clean-up Job reuses the head Pod without it.

@@ -18,9 +18,10 @@ use crate::{
     auth,
     cluster::{self, Creator, Identity},
     consts::WAIT_GCS_READY_CONTAINER_NAME,
-    gcs_ft, labels, names,
+    gcs_ft,
     ray_start::{self, NodeType},
 };
+use kuberay_rules::{labels, names};
 
 /// Where a worker sits in its group: the replica index, and for multi-host groups the replica's name and
 /// the host's index within it.

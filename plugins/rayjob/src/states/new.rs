@@ -7,7 +7,8 @@ use kuberay_crds::{JobDeploymentStatus, JobStatus, JobSubmissionMode, RayJobStat
 use kuberay_plugin_sdk::{Host, ReconcileError};
 
 use super::Step;
-use crate::{context::Ctx, names, spec, status, time};
+use crate::{context::Ctx, spec, status};
+use kuberay_rules::{names, time};
 
 pub fn run<H: Host>(ctx: &Ctx<'_, H>, job_status: &mut RayJobStatus) -> Result<Step, ReconcileError> {
     let has_finalizer = ctx

@@ -19,8 +19,8 @@ use crate::{
     context::Ctx,
     dashboard, deadlines, service, spec, status,
     submitter::{self, Check},
-    time,
 };
+use kuberay_rules::time;
 
 pub fn run<H: Host>(ctx: &Ctx<'_, H>, job_status: &mut RayJobStatus) -> Result<Step, ReconcileError> {
     if suspend::requested(ctx, job_status)

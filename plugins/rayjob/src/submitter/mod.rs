@@ -22,8 +22,9 @@ use kuberay_plugin_sdk::{Host, ReconcileError};
 use crate::{
     consts::{SUBMITTER_CONTAINER_NAME, env},
     context::Ctx,
-    names, status,
+    status,
 };
+use kuberay_rules::names;
 
 /// Where KubeRay mounts a projected ServiceAccount token for Kubernetes token authentication.
 const RAY_TOKEN_VOLUME_NAME: &str = "ray-token";

@@ -10,7 +10,8 @@ use kuberay_crds::{
 use kuberay_plugin_sdk::{Host, ReconcileError, TypedHost};
 
 use super::{Check, configure, default_container};
-use crate::{consts::SUBMITTER_CONTAINER_NAME, context::Ctx, status, time};
+use crate::{consts::SUBMITTER_CONTAINER_NAME, context::Ctx, status};
+use kuberay_rules::time;
 
 /// The submitter container added to the head Pod of the cluster `cluster_name`.
 pub fn container(
