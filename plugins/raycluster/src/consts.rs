@@ -47,8 +47,6 @@ pub mod env {
     pub const KUBERAY_GEN_AUTOSCALER_START_CMD: &str = "KUBERAY_GEN_AUTOSCALER_START_CMD";
     pub const RAY_START_ULIMIT_OPEN_FILES: &str = "RAY_START_ULIMIT_OPEN_FILES";
     pub const RAY_ENABLE_AUTOSCALER_V2: &str = "RAY_enable_autoscaler_v2";
-    pub use kuberay_rules::consts::auth::{RAY_AUTH_MODE, RAY_AUTH_TOKEN};
-    pub const RAY_ENABLE_K8S_TOKEN_AUTH: &str = "RAY_ENABLE_K8S_TOKEN_AUTH";
 }
 
 /// Event reasons, exactly as KubeRay records them.

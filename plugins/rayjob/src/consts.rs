@@ -46,9 +46,6 @@ pub mod env {
     pub const PYTHONUNBUFFERED: &str = "PYTHONUNBUFFERED";
     pub const RAY_DASHBOARD_ADDRESS: &str = "RAY_DASHBOARD_ADDRESS";
     pub const RAY_JOB_SUBMISSION_ID: &str = "RAY_JOB_SUBMISSION_ID";
-    pub use kuberay_rules::consts::auth::{
-        RAY_AUTH_MODE, RAY_AUTH_TOKEN, TOKEN_SECRET_KEY as RAY_AUTH_TOKEN_SECRET_KEY,
-    };
 }
 
 /// Event reasons, exactly as KubeRay records them.

@@ -57,7 +57,7 @@ pub fn build(cluster: &RayCluster, id: &Identity, spec_hash: Option<&str>) -> Re
         let image = pod_spec.containers.first().and_then(|c| c.image.clone());
         let mut sidecar = autoscaler::container(image.as_deref(), None);
         if auth::enabled(spec) {
-            auth::configure_container(&mut sidecar, cluster, &id.name);
+            auth::configure_container(&mut sidecar, &id.name, spec);
         }
         autoscaler::apply_options(&mut sidecar, spec.autoscaler_options.as_ref());
         pod_spec.containers.push(sidecar);
