@@ -4,4 +4,4 @@
 //! only of what it controls. The rules live in the SDK (`kuberay_plugin_sdk::ownership`) so that the SDK's
 //! `FakeHost` applies the very same code and plugin tests meet the refusals the operator gives.
 
-pub(crate) use kuberay_plugin_sdk::ownership::{Writer, owner_reference};
+pub(crate) use kuberay_plugin_sdk::ownership::{Writer, controlled_by, owner_reference};

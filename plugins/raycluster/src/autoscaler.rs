@@ -12,13 +12,13 @@ use k8s_openapi::{
     apimachinery::pkg::{api::resource::Quantity, apis::meta::v1::ObjectMeta},
 };
 use kuberay_crds::{AutoscalerOptions, RayCluster, constants::labels};
+use kuberay_rules::names;
 
 use crate::{
     cluster::Identity,
     consts::{APPLICATION_NAME, AUTOSCALER_CONTAINER_NAME, COMPONENT_NAME, env as env_names},
     pod::{env, shell_command},
 };
-use kuberay_rules::names;
 
 /// The command KubeRay runs, also exported as `KUBERAY_GEN_AUTOSCALER_START_CMD` so custom `args` can
 /// wrap it.

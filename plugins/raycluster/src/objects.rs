@@ -14,6 +14,7 @@ use k8s_openapi::{
 };
 use kuberay_crds::constants::{annotations, labels};
 use kuberay_plugin_sdk::{Event, Host, HostError, Kind};
+use kuberay_rules::{names, subset};
 use serde::{Serialize, de::DeserializeOwned};
 
 use crate::{
@@ -23,7 +24,6 @@ use crate::{
     context::{Ctx, Failure},
     ingress, service,
 };
-use kuberay_rules::{names, subset};
 
 /// Applies `object` as a new object and records `created` (or `failed` when the API refuses).
 fn create<H: Host, K>(

@@ -7,6 +7,7 @@ use kuberay_crds::{
     reasons,
 };
 use kuberay_plugin_sdk::{Event, Host, Kind, LogLevel};
+use kuberay_rules::labels;
 
 use crate::{
     consts::{KUBERAY_VERSION, action, reason},
@@ -16,7 +17,6 @@ use crate::{
     suspend::{self, SuspendState},
     upgrade,
 };
-use kuberay_rules::labels;
 
 /// Deletes every Pod that is not already terminating; returns how many it deleted.
 pub fn delete_all<H: Host>(ctx: &Ctx<'_, H>, selector: &str) -> Result<usize, Failure> {

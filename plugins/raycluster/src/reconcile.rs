@@ -12,6 +12,7 @@ use k8s_openapi::{
 };
 use kuberay_crds::RayCluster;
 use kuberay_plugin_sdk::{Event, Host, LogLevel, Outcome, ReconcileError, Request};
+use kuberay_rules::labels;
 
 use crate::{
     auth, cluster,
@@ -21,7 +22,6 @@ use crate::{
     status::{self, Observed},
     validation,
 };
-use kuberay_rules::labels;
 
 /// KubeRay requeues 2 s after a change or an error...
 pub const SHORT_REQUEUE: Duration = Duration::from_secs(2);

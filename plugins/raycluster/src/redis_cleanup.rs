@@ -21,6 +21,7 @@ use kuberay_crds::{
     constants::{annotations, finalizers, labels as label_keys, node_type},
 };
 use kuberay_plugin_sdk::{Event, Host, Kind, LogLevel, Outcome, ReconcileError};
+use kuberay_rules::{labels, names};
 
 use crate::{
     cluster::{self, Identity},
@@ -29,7 +30,6 @@ use crate::{
     pod::{BuildError, env, head, shell_command},
     pods,
 };
-use kuberay_rules::{labels, names};
 
 const DEFAULT_DELETION_TIMEOUT: Duration = Duration::from_secs(300);
 const REQUEUE: Duration = Duration::from_secs(2);

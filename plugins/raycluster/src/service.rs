@@ -14,6 +14,7 @@ use kuberay_crds::{
     RayCluster,
     constants::{labels, node_type},
 };
+use kuberay_rules::names;
 
 use crate::{
     cluster::Identity,
@@ -23,7 +24,6 @@ use crate::{
         DEFAULT_SERVING_PORT, GCS_SERVER_PORT_NAME, METRICS_PORT_NAME, SERVING_PORT_NAME,
     },
 };
-use kuberay_rules::names;
 
 /// The head container's named ports (unnamed ones become `<port>-port`), else KubeRay's five defaults;
 /// `metrics` is always present.

@@ -4,10 +4,10 @@
 use k8s_openapi::Resource;
 use kuberay_crds::{JobSubmissionMode, RayJob, RayJobSpec};
 use kuberay_plugin_sdk::{Event, Host, HostError, LogLevel, RayHead, TypedHost};
+use kuberay_rules::time;
 use serde::de::DeserializeOwned;
 
 use crate::spec;
-use kuberay_rules::time;
 
 pub struct Ctx<'h, H: Host> {
     pub host: &'h H,

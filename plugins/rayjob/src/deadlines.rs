@@ -3,6 +3,7 @@
 
 use kuberay_crds::{JobDeploymentStatus, JobFailedReason, JobStatus, RayJobStatus};
 use kuberay_plugin_sdk::Host;
+use kuberay_rules::time;
 
 use crate::{
     consts::{
@@ -11,7 +12,6 @@ use crate::{
     context::Ctx,
     status,
 };
-use kuberay_rules::time;
 
 fn started(job_status: &RayJobStatus) -> Option<(i64, String)> {
     let start = job_status.start_time.as_ref()?;

@@ -14,13 +14,13 @@ use kuberay_crds::{
     constants::{labels, node_type},
 };
 use kuberay_plugin_sdk::{Event, Host, Kind, LogLevel, ReconcileError, TypedHost};
+use kuberay_rules::names;
 
 use crate::{
     consts::{action, crd, reason},
     context::Ctx,
     spec,
 };
-use kuberay_rules::names;
 
 /// The RayJob's Service for `cluster`, from the cluster's own head Service.
 pub fn build(job_name: &str, cluster_head: &Service) -> Service {

@@ -11,6 +11,7 @@ use kuberay_crds::{AuthMode, RayClusterSpec};
 
 use crate::{
     consts::auth::{RAY_AUTH_MODE, RAY_AUTH_TOKEN, TOKEN_SECRET_KEY},
+    env::{push_if_absent, value},
     names,
 };
 
@@ -104,21 +105,6 @@ fn secret_token(secret: &str) -> EnvVar {
             }),
             ..EnvVarSource::default()
         }),
-    }
-}
-
-fn value(name: &str, value: &str) -> EnvVar {
-    EnvVar {
-        name: name.into(),
-        value: Some(value.into()),
-        value_from: None,
-    }
-}
-
-fn push_if_absent(container: &mut Container, var: EnvVar) {
-    let vars = container.env.get_or_insert_with(Vec::new);
-    if !vars.iter().any(|v| v.name == var.name) {
-        vars.push(var);
     }
 }
 

@@ -8,6 +8,7 @@
 //!   Pod `generateName`s, `<base>-<5 random>` suffixes) and the DNS-1035 check;
 //! - [`labels`]: label selectors of a cluster's Pods;
 //! - [`syntax`]: Kubernetes' name and label syntaxes KubeRay validates, with Kubernetes' messages;
+//! - [`env`]: container environment variables, added without overriding the user's;
 //! - [`auth`]: token authentication of the containers that talk to Ray (`authOptions`);
 //! - [`subset`]: "the live object already carries everything we would write", used by the host to skip
 //!   writes and by plugins to decide whether to write at all;
@@ -21,6 +22,7 @@
 
 pub mod auth;
 pub mod consts;
+pub mod env;
 pub mod hash;
 pub mod labels;
 pub mod names;

@@ -8,6 +8,7 @@ use kuberay_crds::{
     RayCluster,
     constants::{HEAD_GROUP_NAME, annotations, node_type},
 };
+use kuberay_rules::{labels, names};
 
 use super::{BuildError, Finish, add_metrics_port, env, finish, meta_mut, ray_container};
 use crate::{
@@ -17,7 +18,6 @@ use crate::{
     gcs_ft,
     ray_start::{self, NodeType},
 };
-use kuberay_rules::{labels, names};
 
 /// Builds the head Pod. `spec_hash` (the `Recreate` upgrade hash) is recorded on Pods that are created;
 /// the Redis clean-up Job reuses the head Pod without it.

@@ -12,6 +12,7 @@ use kuberay_crds::{
     RayCluster, WorkerGroupSpec,
     constants::{annotations, labels as label_keys, node_type},
 };
+use kuberay_rules::{labels, names};
 
 use super::{BuildError, Finish, add_metrics_port, finish, meta_mut, ray_container, shell_command};
 use crate::{
@@ -21,7 +22,6 @@ use crate::{
     gcs_ft,
     ray_start::{self, NodeType},
 };
-use kuberay_rules::{labels, names};
 
 /// Where a worker sits in its group: the replica index, and for multi-host groups the replica's name and
 /// the host's index within it.

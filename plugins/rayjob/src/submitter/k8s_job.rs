@@ -15,6 +15,7 @@ use kuberay_crds::{
     JobFailedReason, JobStatus, JobSubmissionMode, RayCluster, RayJob, RayJobStatus, constants::labels,
 };
 use kuberay_plugin_sdk::{Event, Host, Kind, ReconcileError, TypedHost};
+use kuberay_rules::time;
 
 use super::{Check, add_token_volume, configure, default_container};
 use crate::{
@@ -22,7 +23,6 @@ use crate::{
     context::Ctx,
     status,
 };
-use kuberay_rules::time;
 
 /// What KubeRay labels the Job and its Pods with, so that they can be traced back to the RayJob.
 fn origin_labels(job_name: &str) -> BTreeMap<String, String> {

@@ -10,18 +10,18 @@ pub mod sidecar;
 use std::collections::BTreeMap;
 
 use k8s_openapi::{
-    api::core::v1::{Container, EnvVar, ResourceRequirements},
+    api::core::v1::{Container, ResourceRequirements},
     apimachinery::pkg::api::resource::Quantity,
 };
 use kuberay_crds::{JobSubmissionMode, RayClusterSpec, RayJob, RayJobStatus};
 use kuberay_plugin_sdk::{Host, ReconcileError};
+use kuberay_rules::{auth, env as env_var};
 
 use crate::{
     consts::{SUBMITTER_CONTAINER_NAME, env},
     context::Ctx,
     status,
 };
-use kuberay_rules::auth;
 
 /// The projected ServiceAccount token volume a submitter Pod needs for Kubernetes token authentication.
 pub use kuberay_rules::auth::add_token_volume;
@@ -75,14 +75,6 @@ pub fn default_container(cluster: &RayClusterSpec) -> Container {
     }
 }
 
-fn value_env(name: &str, value: &str) -> EnvVar {
-    EnvVar {
-        name: name.into(),
-        value: Some(value.into()),
-        value_from: None,
-    }
-}
-
 /// KubeRay's set-up of a submitter container: its script (unless a K8sJobMode user brought their own
 /// command), unbuffered Python output, the dashboard address and submission id for users' own scripts, and
 /// the cluster's token if it requires one.
@@ -99,12 +91,15 @@ pub fn configure(
         container.args = Some(vec![script.join(" ")]);
     }
     let vars = container.env.get_or_insert_with(Vec::new);
-    vars.push(value_env(env::PYTHONUNBUFFERED, "1"));
-    vars.push(value_env(
+    vars.push(env_var::value(env::PYTHONUNBUFFERED, "1"));
+    vars.push(env_var::value(
         env::RAY_DASHBOARD_ADDRESS,
         status::dashboard_url(job_status),
     ));
-    vars.push(value_env(env::RAY_JOB_SUBMISSION_ID, status::job_id(job_status)));
+    vars.push(env_var::value(
+        env::RAY_JOB_SUBMISSION_ID,
+        status::job_id(job_status),
+    ));
     let (cluster_name, cluster_spec) = cluster;
     if auth::enabled(cluster_spec) {
         auth::configure_container(container, cluster_name, cluster_spec);
