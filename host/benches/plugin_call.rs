@@ -90,7 +90,7 @@ fn steady_sample() -> (Value, FakeHost) {
     cluster["metadata"]["namespace"] = json!("bench");
     cluster["metadata"]["uid"] = json!("bench-uid");
     cluster["metadata"]["generation"] = json!(1);
-    let host = FakeHost::new(cluster.clone());
+    let host = FakeHost::for_plugin::<RayClusterPlugin>(cluster.clone());
     let pods = Kind::new("", "v1", "Pod");
     for round in 0..4 {
         let object = host.primary();

@@ -8,12 +8,12 @@
 //! `secretName` names the user's own Secret, one no object controls. A Secret another object controls (another
 //! cluster's generated token) is refused, so a cluster cannot borrow another's token.
 
-use kuberay_plugin_sdk::{HostError, Kind};
+use kuberay_plugin_sdk::{HostError, Kind, ownership::controller_uid};
 use serde_json::Value;
 
 use crate::{
     ObjectLookup,
-    identity::{Failure, controller_uid, require_controlled},
+    identity::{Failure, require_controlled},
 };
 
 pub(crate) const HEADER: &str = "x-ray-authorization";

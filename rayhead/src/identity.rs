@@ -5,7 +5,7 @@
 //! the cluster does not control is refused, so a cluster whose fields point at another cluster's head
 //! Service, Pod or token reaches nothing of that cluster.
 
-use kuberay_plugin_sdk::HostError;
+use kuberay_plugin_sdk::{HostError, ownership};
 use serde_json::Value;
 
 /// Why no request was sent.
@@ -39,20 +39,10 @@ pub(crate) fn uid(object: &Value) -> Option<&str> {
         .filter(|u| !u.is_empty())
 }
 
-/// The uid of an object's controller, if it has one.
-pub(crate) fn controller_uid(object: &Value) -> Option<&str> {
-    object
-        .pointer("/metadata/ownerReferences")?
-        .as_array()?
-        .iter()
-        .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))?
-        .get("uid")?
-        .as_str()
-}
-
-/// Whether `object` is controlled by `owner` (a controller owner reference with the owner's uid).
+/// Whether `object` is controlled by `owner` (a controller owner reference with the owner's uid), by the
+/// ownership rule the plugin host applies (`kuberay_plugin_sdk::ownership`).
 pub(crate) fn controlled_by(object: &Value, owner: &Value) -> bool {
-    uid(owner).is_some_and(|owner| controller_uid(object) == Some(owner))
+    uid(owner).is_some_and(|owner| ownership::controlled_by(object, owner))
 }
 
 /// Refuses `object` (`what`, for the message) unless `cluster` controls it.

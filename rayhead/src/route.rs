@@ -78,19 +78,12 @@ fn unavailable(message: String) -> HostError {
     HostError::Unavailable(message)
 }
 
-/// The head Service of a RayCluster as KubeRay names it: `spec.headGroupSpec.headService.metadata.name`, else
-/// `<cluster>-head-svc`. The status is not consulted (it names the same Service for every cluster KubeRay or
+/// The head Service of a RayCluster as KubeRay names it (`kuberay_rules::names`, the rule the plugins
+/// follow): `spec.headGroupSpec.headService.metadata.name` if set and not empty, else `<cluster>-head-svc`. The status is not consulted (it names the same Service for every cluster KubeRay or
 /// our plugin builds); whatever the name, [`RayHeads::send`](crate::RayHeads::send) only uses a Service the
 /// cluster controls.
 pub fn head_service_name(cluster: &Value) -> String {
-    str_at(cluster, "/spec/headGroupSpec/headService/metadata/name")
-        .map(str::to_string)
-        .unwrap_or_else(|| {
-            format!(
-                "{}-head-svc",
-                str_at(cluster, "/metadata/name").unwrap_or_default()
-            )
-        })
+    kuberay_rules::names::head_service_name_of_json(cluster)
 }
 
 /// The cluster's head Service, if it exists: refused unless the cluster controls it and it selects the

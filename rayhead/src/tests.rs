@@ -220,6 +220,30 @@ async fn direct_service_route_goes_to_a_ready_endpoint_with_the_service_name_and
 }
 
 #[tokio::test]
+async fn an_empty_custom_head_service_name_means_the_default_as_in_the_plugins() {
+    let (port, served) = one_shot_head(r#"{"jobs":[]}"#).await;
+    let objects = Objects::default().with(head_service(8265)).with(endpoints(port));
+    let mut cluster = cluster(false);
+    cluster["spec"] = json!({"headGroupSpec": {"headService": {"metadata": {"name": ""}}}});
+    assert_eq!(head_service_name(&cluster), "c-head-svc");
+    let sent = direct()
+        .send(
+            &objects,
+            &unused_api(),
+            "ns",
+            &cluster,
+            &request(RayTarget::Cluster, "/api/jobs/"),
+        )
+        .await;
+    assert_eq!(sent.outcome(), "ok");
+    let received = served.await.unwrap();
+    assert!(
+        received.contains("host: c-head-svc.ns.svc.cluster.local:8265\r\n"),
+        "{received}"
+    );
+}
+
+#[tokio::test]
 async fn direct_pod_route_goes_to_the_pod_address() {
     let (port, served) = one_shot_head("{}").await;
     let objects = Objects::default().with(head_pod(port));

@@ -12,39 +12,9 @@ use serde_json::Value;
 
 use super::overlay::Key;
 
-/// Whether every value in `intent` is present, equal, in `live`. Lists whose objects all carry a `name` (or
-/// a `type`, as conditions do) are matched by that key, the way Kubernetes merges containers, ports and
-/// conditions; other lists must match element by element.
-pub(crate) fn is_subset(intent: &Value, live: &Value) -> bool {
-    match (intent, live) {
-        (Value::Object(want), Value::Object(have)) => want.iter().all(|(k, v)| match have.get(k) {
-            Some(h) => is_subset(v, h),
-            None => v.is_null(),
-        }),
-        (Value::Array(want), Value::Array(have)) => match list_key(want) {
-            // Entries other managers added (another controller's condition, a mutating webhook's
-            // container) are not ours to judge; removals of our own entries show up as a changed intent.
-            Some(key) => want
-                .iter()
-                .all(|w| have.iter().any(|h| h.get(key) == w.get(key) && is_subset(w, h))),
-            None => want.len() == have.len() && want.iter().zip(have).all(|(w, h)| is_subset(w, h)),
-        },
-        (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
-        (a, b) => a == b,
-    }
-}
-
-/// The key of a list of keyed objects, if it is one.
-fn list_key(items: &[Value]) -> Option<&'static str> {
-    if items.is_empty() {
-        return None;
-    }
-    ["name", "type"].into_iter().find(|key| {
-        items
-            .iter()
-            .all(|i| i.get(*key).and_then(Value::as_str).is_some())
-    })
-}
+/// Whether every value in `intent` is present, equal, in `live`: the one rule plugins and host share
+/// (`kuberay_rules::subset`), so a plugin never writes what the host then skips, or the other way round.
+pub(crate) use kuberay_rules::subset::is_subset;
 
 /// Objects (per subresource) remembered at most; past this the least recently used are forgotten, which
 /// costs one write that could have been skipped.

@@ -124,17 +124,6 @@ impl PluginHost {
         ))
     }
 
-    fn owned_by_primary(&self, object: &Value) -> bool {
-        object
-            .pointer("/metadata/ownerReferences")
-            .and_then(Value::as_array)
-            .is_some_and(|refs| {
-                refs.iter().any(|r| {
-                    r["controller"] == true && r.get("uid").and_then(Value::as_str) == Some(&self.primary.uid)
-                })
-            })
-    }
-
     /// The reconciled object as it is now (cache and recent writes).
     async fn primary_now(&self) -> HostResult<Value> {
         self.kube

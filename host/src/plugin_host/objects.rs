@@ -16,7 +16,7 @@ use crate::{
         errors::from_kube,
         names,
         overlay::Key,
-        ownership::controlled_by,
+        ownership::{self, controlled_by},
         strip_host_condition, to_json,
         unchanged::{intent_hash, is_subset},
     },
@@ -38,14 +38,7 @@ impl PluginHost {
     }
 
     fn owner_reference(&self) -> Value {
-        json!({
-            "apiVersion": self.primary.kind.api_version(),
-            "kind": self.primary.kind.kind,
-            "name": self.primary.name,
-            "uid": self.primary.uid,
-            "controller": true,
-            "blockOwnerDeletion": true,
-        })
+        ownership::owner_reference(&self.primary.kind, &self.primary.name, &self.primary.uid)
     }
 
     /// Puts the object in the primary's namespace under its control, refusing anything else.
@@ -73,15 +66,7 @@ impl PluginHost {
         if let Some(name) = meta.get("name").and_then(Value::as_str) {
             names::object_name(kind, name).map_err(|e| refuse(e.to_string()))?;
         }
-        self.writer().check_metadata(kind, meta).map_err(refuse)?;
-        let mut references: Vec<Value> = meta
-            .get("ownerReferences")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        references.retain(|r| r.get("uid").and_then(Value::as_str) != Some(&self.primary.uid));
-        references.push(owner);
-        meta.insert("ownerReferences".into(), Value::Array(references));
+        self.writer().take_ownership(kind, meta, owner).map_err(refuse)?;
         Ok(object)
     }
 
@@ -273,7 +258,7 @@ impl PluginHost {
         };
         // A plugin may delete what its object owns, and its object itself (a RayJob's DeleteSelf policy).
         let is_primary = kind == self.primary.kind && name == self.primary.name;
-        if !is_primary && !self.owned_by_primary(&current) {
+        if !is_primary && self.writer().check_delete(&current).is_err() {
             return Err(forbidden(format!(
                 "{kind} {name} is not owned by {} {}",
                 self.primary.kind.kind, self.primary.name

@@ -6,7 +6,7 @@ use kuberay_plugin_sdk::{HostError, Kind, RayRequest, RayResponse};
 use serde_json::Value;
 
 use super::{PluginHost, forbidden, str_at};
-use crate::sandbox::host_api::HostResult;
+use crate::{kubernetes::ownership, sandbox::host_api::HostResult};
 
 impl PluginHost {
     /// Whether the plugin may send requests to `cluster`: the object being reconciled, a RayCluster it owns,
@@ -15,7 +15,7 @@ impl PluginHost {
         let name = str_at(cluster, "/metadata/name").unwrap_or_default();
         let is_primary = self.primary.kind == Kind::new("ray.io", "v1", "RayCluster")
             && str_at(cluster, "/metadata/uid") == Some(self.primary.uid.as_str());
-        if is_primary || self.owned_by_primary(cluster) {
+        if is_primary || ownership::controlled_by(cluster, &self.primary.uid) {
             return Ok(true);
         }
         let primary = self.primary_now().await?;

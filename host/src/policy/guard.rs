@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use kuberay_plugin_sdk::{HostError, Kind};
+use kuberay_plugin_sdk::{HostError, Kind, ownership};
 use serde_json::Value;
 
 use super::{
@@ -55,10 +55,7 @@ impl Guard<'_> {
     }
 
     fn controlled_by_primary(&self, object: &Value) -> bool {
-        controller(object)
-            .and_then(|r| r.get("uid"))
-            .and_then(Value::as_str)
-            == Some(&self.primary.uid)
+        ownership::controlled_by(object, &self.primary.uid)
     }
 
     /// Whether the reconciled object controls `object`, directly or through an object of a kind it owns.

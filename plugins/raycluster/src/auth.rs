@@ -10,110 +10,29 @@ use std::{
 
 use k8s_openapi::{
     ByteString,
-    api::core::v1::{
-        Container, EnvVar, EnvVarSource, PodSpec, ProjectedVolumeSource, Secret, SecretKeySelector,
-        ServiceAccountTokenProjection, Volume, VolumeMount, VolumeProjection,
-    },
+    api::core::v1::{PodSpec, Secret},
     apimachinery::pkg::apis::meta::v1::ObjectMeta,
 };
-use kuberay_crds::{AuthMode, RayCluster, RayClusterSpec, constants::labels};
+use kuberay_crds::{AuthMode, RayCluster, constants::labels};
 use kuberay_plugin_sdk::Host;
+use kuberay_rules::{auth, consts::auth::TOKEN_SECRET_KEY, names};
 
 use crate::{
-    consts::{WAIT_GCS_READY_CONTAINER_NAME, env as env_names},
+    consts::WAIT_GCS_READY_CONTAINER_NAME,
     context::{Ctx, Failure},
-    names,
-    pod::env,
 };
 
-const TOKEN_KEY: &str = "auth_token";
-const TOKEN_VOLUME: &str = "ray-token";
-const TOKEN_MOUNT_PATH: &str = "/var/run/secrets/ray.io/serviceaccount";
-
-/// Token authentication is on (KubeRay's `IsAuthEnabled`: the mode must say `token` explicitly).
-pub fn enabled(spec: &RayClusterSpec) -> bool {
-    spec.auth_options.as_ref().and_then(|a| a.mode) == Some(AuthMode::Token)
-}
-
-fn k8s_auth(spec: &RayClusterSpec) -> bool {
-    spec.auth_options.as_ref().and_then(|a| a.enable_k8s_token_auth) == Some(true)
-}
-
-fn user_secret(spec: &RayClusterSpec) -> Option<&str> {
-    spec.auth_options
-        .as_ref()
-        .and_then(|a| a.secret_name.as_deref())
-        .filter(|s| !s.is_empty())
-}
-
-/// The Secret holding the token: the user's, else `<cluster>`.
-pub fn secret_name(cluster: &RayCluster, cluster_name: &str) -> String {
-    user_secret(&cluster.spec).map_or_else(|| names::check_name(cluster_name), str::to_string)
-}
-
-/// Adds the token settings the container does not have yet.
-pub fn configure_container(container: &mut Container, cluster: &RayCluster, cluster_name: &str) {
-    env::push_if_absent(container, env::value(env_names::RAY_AUTH_MODE, "token"));
-    if k8s_auth(&cluster.spec) {
-        env::push_if_absent(
-            container,
-            env::value(env_names::RAY_ENABLE_K8S_TOKEN_AUTH, "true"),
-        );
-        let mounts = container.volume_mounts.get_or_insert_with(Vec::new);
-        if !mounts.iter().any(|m| m.name == TOKEN_VOLUME) {
-            mounts.push(VolumeMount {
-                name: TOKEN_VOLUME.into(),
-                mount_path: TOKEN_MOUNT_PATH.into(),
-                read_only: Some(true),
-                ..VolumeMount::default()
-            });
-        }
-    } else {
-        env::push_if_absent(
-            container,
-            EnvVar {
-                name: env_names::RAY_AUTH_TOKEN.into(),
-                value: None,
-                value_from: Some(EnvVarSource {
-                    secret_key_ref: Some(SecretKeySelector {
-                        name: secret_name(cluster, cluster_name),
-                        key: TOKEN_KEY.into(),
-                        optional: None,
-                    }),
-                    ..EnvVarSource::default()
-                }),
-            },
-        );
-    }
-}
+pub use kuberay_rules::auth::{configure_container, enabled, secret_name};
 
 /// The Ray container, the projected ServiceAccount token for Kubernetes token auth, and `wait-gcs-ready`.
 pub fn configure_pod(spec: &mut PodSpec, cluster: &RayCluster, cluster_name: &str) {
     if let Some(ray) = spec.containers.first_mut() {
-        configure_container(ray, cluster, cluster_name);
+        configure_container(ray, cluster_name, &cluster.spec);
     }
-    if k8s_auth(&cluster.spec) {
-        let volumes = spec.volumes.get_or_insert_with(Vec::new);
-        if !volumes.iter().any(|v| v.name == TOKEN_VOLUME) {
-            volumes.push(Volume {
-                name: TOKEN_VOLUME.into(),
-                projected: Some(ProjectedVolumeSource {
-                    sources: Some(vec![VolumeProjection {
-                        service_account_token: Some(ServiceAccountTokenProjection {
-                            path: "token".into(),
-                            ..ServiceAccountTokenProjection::default()
-                        }),
-                        ..VolumeProjection::default()
-                    }]),
-                    ..ProjectedVolumeSource::default()
-                }),
-                ..Volume::default()
-            });
-        }
-    }
+    auth::add_token_volume(spec, &cluster.spec);
     for init in spec.init_containers.iter_mut().flatten() {
         if init.name == WAIT_GCS_READY_CONTAINER_NAME {
-            configure_container(init, cluster, cluster_name);
+            configure_container(init, cluster_name, &cluster.spec);
         }
     }
 }
@@ -160,7 +79,10 @@ pub fn reconcile_secret<H: Host>(ctx: &Ctx<'_, H>) -> Result<(), Failure> {
     let Some(options) = &spec.auth_options else {
         return Ok(());
     };
-    if options.mode == Some(AuthMode::Disabled) || k8s_auth(spec) || user_secret(spec).is_some() {
+    if options.mode == Some(AuthMode::Disabled)
+        || auth::k8s_token_auth(spec)
+        || auth::user_secret(spec).is_some()
+    {
         return Ok(());
     }
     let name = names::check_name(&ctx.id.name);
@@ -178,7 +100,7 @@ pub fn reconcile_secret<H: Host>(ctx: &Ctx<'_, H>) -> Result<(), Failure> {
             ..ObjectMeta::default()
         },
         data: Some(BTreeMap::from([(
-            TOKEN_KEY.to_string(),
+            TOKEN_SECRET_KEY.to_string(),
             ByteString(random_token().into_bytes()),
         )])),
         ..Secret::default()

@@ -12,11 +12,11 @@ use k8s_openapi::{
     apimachinery::pkg::{api::resource::Quantity, apis::meta::v1::ObjectMeta},
 };
 use kuberay_crds::{AutoscalerOptions, RayCluster, constants::labels};
+use kuberay_rules::names;
 
 use crate::{
     cluster::Identity,
     consts::{APPLICATION_NAME, AUTOSCALER_CONTAINER_NAME, COMPONENT_NAME, env as env_names},
-    names,
     pod::{env, shell_command},
 };
 

@@ -1,34 +1,15 @@
 //! Names and defaults that are part of KubeRay's observable contract but are not fields of the API (those
 //! live in `kuberay_crds::constants`): environment variables, ports, event reasons. They must keep KubeRay's
-//! exact spelling, because Ray, the autoscaler and users' tooling look for them.
+//! exact spelling, because Ray, the autoscaler and users' tooling look for them. What every plugin shares
+//! (version, ports, port names, event actions) is defined once in `kuberay_rules::consts` and re-exported
+//! here; what stays is the RayCluster controller's own.
 
-/// The version this plugin reports where KubeRay reports its own (`ray.io/kuberay-version`, usage stats).
-/// It is the KubeRay release whose behaviour the plugin reproduces.
-pub const KUBERAY_VERSION: &str = "v1.7.0";
-
-/// `app.kubernetes.io/name` and `app.kubernetes.io/created-by` values on everything the operator makes.
-pub const APPLICATION_NAME: &str = "kuberay";
-pub const COMPONENT_NAME: &str = "kuberay-operator";
-
-/// KubeRay's cluster domain when `CLUSTER_DOMAIN` is not set; the plugin has no operator environment.
-pub const CLUSTER_DOMAIN: &str = "cluster.local";
-
-/// Ports KubeRay assumes when the head container names none.
-pub const DEFAULT_CLIENT_PORT: i32 = 10001;
-pub const DEFAULT_GCS_SERVER_PORT: i32 = 6379;
-pub const DEFAULT_DASHBOARD_PORT: i32 = 8265;
-pub const DEFAULT_METRICS_PORT: i32 = 8080;
-pub const DEFAULT_DASHBOARD_AGENT_LISTEN_PORT: i32 = 52365;
-pub const DEFAULT_SERVING_PORT: i32 = 8000;
-
-pub const CLIENT_PORT_NAME: &str = "client";
-pub const GCS_SERVER_PORT_NAME: &str = "gcs-server";
-pub const DASHBOARD_PORT_NAME: &str = "dashboard";
-pub const METRICS_PORT_NAME: &str = "metrics";
-pub const SERVING_PORT_NAME: &str = "serve";
-
-/// `appProtocol` of the head Service's ports.
-pub const DEFAULT_SERVICE_APP_PROTOCOL: &str = "tcp";
+pub use kuberay_rules::consts::{
+    APPLICATION_NAME, CLIENT_PORT_NAME, CLUSTER_DOMAIN, COMPONENT_NAME, DASHBOARD_PORT_NAME,
+    DEFAULT_CLIENT_PORT, DEFAULT_DASHBOARD_AGENT_LISTEN_PORT, DEFAULT_DASHBOARD_PORT,
+    DEFAULT_GCS_SERVER_PORT, DEFAULT_METRICS_PORT, DEFAULT_SERVICE_APP_PROTOCOL, DEFAULT_SERVING_PORT,
+    GCS_SERVER_PORT_NAME, KUBERAY_VERSION, METRICS_PORT_NAME, SERVING_PORT_NAME, action,
+};
 
 /// The loopback address the head uses to reach its own GCS.
 pub const LOCAL_HOST: &str = "127.0.0.1";
@@ -66,9 +47,6 @@ pub mod env {
     pub const KUBERAY_GEN_AUTOSCALER_START_CMD: &str = "KUBERAY_GEN_AUTOSCALER_START_CMD";
     pub const RAY_START_ULIMIT_OPEN_FILES: &str = "RAY_START_ULIMIT_OPEN_FILES";
     pub const RAY_ENABLE_AUTOSCALER_V2: &str = "RAY_enable_autoscaler_v2";
-    pub const RAY_AUTH_MODE: &str = "RAY_AUTH_MODE";
-    pub const RAY_AUTH_TOKEN: &str = "RAY_AUTH_TOKEN";
-    pub const RAY_ENABLE_K8S_TOKEN_AUTH: &str = "RAY_ENABLE_K8S_TOKEN_AUTH";
 }
 
 /// Event reasons, exactly as KubeRay records them.
@@ -103,13 +81,4 @@ pub mod reason {
     pub const FAILED_TO_CREATE_ROLE: &str = "FailedToCreateRole";
     pub const CREATED_ROLE_BINDING: &str = "CreatedRoleBinding";
     pub const FAILED_TO_CREATE_ROLE_BINDING: &str = "FailedToCreateRoleBinding";
-}
-
-/// Event actions (`events.k8s.io/v1` `action`), as KubeRay names them.
-pub mod action {
-    pub const CREATE: &str = "Create";
-    pub const DELETE: &str = "Delete";
-    pub const UPDATE: &str = "Update";
-    pub const VALIDATE: &str = "Validate";
-    pub const CLEANUP: &str = "Cleanup";
 }

@@ -93,13 +93,9 @@ impl<'h, H: Host> Ctx<'h, H> {
         format!("{}/{}", self.id.namespace, self.id.name)
     }
 
+    /// Records an event; a failure to record one is logged, never returned.
     pub fn event(&self, event: Event) {
-        if let Err(e) = self.host.record_event(&event) {
-            self.log(
-                LogLevel::Warn,
-                &format!("could not record event {}: {e}", event.reason),
-            );
-        }
+        kuberay_rules::report::record(self.host, &event);
     }
 
     pub fn log(&self, level: LogLevel, message: &str) {

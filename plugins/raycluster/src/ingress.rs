@@ -12,11 +12,12 @@ use k8s_openapi::{
     apimachinery::pkg::apis::meta::v1::ObjectMeta,
 };
 use kuberay_crds::{IngressPathType, RayCluster, constants::labels, constants::node_type};
+use kuberay_rules::names;
 
 use crate::{
     cluster::Identity,
     consts::{APPLICATION_NAME, COMPONENT_NAME, DASHBOARD_PORT_NAME, DEFAULT_DASHBOARD_PORT},
-    names, service,
+    service,
 };
 
 const INGRESS_CLASS_ANNOTATION: &str = "kubernetes.io/ingress.class";

@@ -14,6 +14,7 @@ use k8s_openapi::{
 };
 use kuberay_crds::constants::{annotations, labels};
 use kuberay_plugin_sdk::{Event, Host, HostError, Kind};
+use kuberay_rules::{names, subset};
 use serde::{Serialize, de::DeserializeOwned};
 
 use crate::{
@@ -21,7 +22,7 @@ use crate::{
     cluster::{self, num_of_hosts},
     consts::{action, reason},
     context::{Ctx, Failure},
-    ingress, names, service, subset,
+    ingress, service,
 };
 
 /// Applies `object` as a new object and records `created` (or `failed` when the API refuses).
@@ -147,7 +148,7 @@ pub fn reconcile_ingress<H: Host>(ctx: &Ctx<'_, H>, first_look: bool) -> Result<
         return Ok(());
     }
     let desired_json = serde_json::to_value(&desired).map_err(|e| HostError::Invalid(e.to_string()))?;
-    if subset::contains(&live, &desired_json) {
+    if subset::is_subset(&desired_json, &live) {
         return Ok(());
     }
     match ctx.apply(&desired) {
@@ -212,7 +213,7 @@ pub fn reconcile_headless_service<H: Host>(ctx: &Ctx<'_, H>) -> Result<(), Failu
     if !multi_host {
         return Ok(());
     }
-    let selector = crate::labels::selector(&[(labels::RAY_HEADLESS_WORKER_SERVICE, &ctx.id.name)]);
+    let selector = kuberay_rules::labels::selector(&[(labels::RAY_HEADLESS_WORKER_SERVICE, &ctx.id.name)]);
     if !ctx.list::<Service>(&selector)?.is_empty() {
         return Ok(());
     }

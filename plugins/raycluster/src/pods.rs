@@ -7,11 +7,11 @@ use kuberay_crds::{
     reasons,
 };
 use kuberay_plugin_sdk::{Event, Host, Kind, LogLevel};
+use kuberay_rules::labels;
 
 use crate::{
     consts::{KUBERAY_VERSION, action, reason},
     context::{Ctx, Failure},
-    labels,
     pod::head,
     pod_state, scaling,
     suspend::{self, SuspendState},

@@ -12,12 +12,13 @@ use k8s_openapi::{
 };
 use kuberay_crds::RayCluster;
 use kuberay_plugin_sdk::{Event, Host, LogLevel, Outcome, ReconcileError, Request};
+use kuberay_rules::labels;
 
 use crate::{
     auth, cluster,
     consts::{action, reason},
     context::{Ctx, Failure},
-    labels, objects, pods, redis_cleanup, service,
+    objects, pods, redis_cleanup, service,
     status::{self, Observed},
     validation,
 };

@@ -21,12 +21,12 @@ use kuberay_crds::{
     constants::{annotations, finalizers, labels as label_keys, node_type},
 };
 use kuberay_plugin_sdk::{Event, Host, Kind, LogLevel, Outcome, ReconcileError};
+use kuberay_rules::{labels, names};
 
 use crate::{
     cluster::{self, Identity},
     consts::{action, env as env_names, reason},
     context::Ctx,
-    labels, names,
     pod::{BuildError, env, head, shell_command},
     pods,
 };

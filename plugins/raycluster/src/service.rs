@@ -14,6 +14,7 @@ use kuberay_crds::{
     RayCluster,
     constants::{labels, node_type},
 };
+use kuberay_rules::names;
 
 use crate::{
     cluster::Identity,
@@ -22,7 +23,6 @@ use crate::{
         DEFAULT_DASHBOARD_PORT, DEFAULT_GCS_SERVER_PORT, DEFAULT_METRICS_PORT, DEFAULT_SERVICE_APP_PROTOCOL,
         DEFAULT_SERVING_PORT, GCS_SERVER_PORT_NAME, METRICS_PORT_NAME, SERVING_PORT_NAME,
     },
-    names,
 };
 
 /// The head container's named ports (unnamed ones become `<port>-port`), else KubeRay's five defaults;
@@ -84,7 +84,7 @@ pub fn head_service_labels(cluster: &str) -> BTreeMap<String, String> {
 
 /// Selects the head Service among the cluster's Services.
 pub fn head_service_selector(cluster: &str) -> String {
-    crate::labels::selector(&[
+    kuberay_rules::labels::selector(&[
         (labels::RAY_CLUSTER, cluster),
         (labels::RAY_NODE_TYPE, node_type::HEAD),
         (

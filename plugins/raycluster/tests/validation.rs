@@ -144,7 +144,14 @@ fn invalid_metadata_is_rejected() {
     );
     let mut c = sample(1);
     c["metadata"]["name"] = json!("1cluster");
-    rejected(c, "InvalidRayClusterMetadata", "valid DNS1035 label");
+    // KubeRay prints Kubernetes' own messages, as Go prints a list of them.
+    rejected(
+        c,
+        "InvalidRayClusterMetadata",
+        "RayCluster name should be a valid DNS1035 label: [a DNS-1035 label must consist of lower case \
+         alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric \
+         character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')]",
+    );
 }
 
 #[test]

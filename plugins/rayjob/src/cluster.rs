@@ -12,7 +12,7 @@ use kuberay_crds::{
 use kuberay_plugin_sdk::{Event, Host, Kind, ReconcileError, TypedHost};
 
 use crate::{
-    consts::{RAYJOB_CRD, action, reason},
+    consts::{action, crd, reason},
     context::Ctx,
     spec, status,
     submitter::sidecar,
@@ -25,7 +25,7 @@ pub fn build(job: &RayJob, job_status: &RayJobStatus, name: &str) -> Result<RayC
     let job_name = job.metadata.name.clone().unwrap_or_default();
     let mut cluster_labels: BTreeMap<String, String> = job.metadata.labels.clone().unwrap_or_default();
     cluster_labels.insert(labels::RAY_ORIGINATED_FROM_CR_NAME.into(), job_name);
-    cluster_labels.insert(labels::RAY_ORIGINATED_FROM_CRD.into(), RAYJOB_CRD.into());
+    cluster_labels.insert(labels::RAY_ORIGINATED_FROM_CRD.into(), crd::RAY_JOB.into());
     cluster_labels.insert(labels::RAY_JOB_SUBMISSION_MODE.into(), mode.as_str().into());
     let mut cluster_annotations = job.metadata.annotations.clone().unwrap_or_default();
     let mut cluster_spec = job

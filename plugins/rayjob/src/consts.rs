@@ -1,6 +1,8 @@
 //! Names, values and timings that are part of KubeRay's observable RayJob behaviour but not fields of the
 //! API (those are in `kuberay_crds`): event reasons, the submitter's container and environment, defaults.
-//! They keep KubeRay's exact spelling because users' tooling and `ray` itself look for them.
+//! They keep KubeRay's exact spelling because users' tooling and `ray` itself look for them. What every
+//! plugin shares (ports, port names, `ray.io/originated-from-crd` values, event actions) is defined once in
+//! `kuberay_rules::consts` and re-exported here.
 
 use std::time::Duration;
 
@@ -32,17 +34,9 @@ pub const DEFAULT_SUBMITTER_BACKOFF_LIMIT: i32 = 2;
 /// RayJob names leave room for the `-xxxxx` suffix of the cluster name within RayCluster's 53 characters.
 pub const MAX_RAYJOB_NAME_LENGTH: usize = 53 - 6;
 
-/// The cluster domain KubeRay uses when `CLUSTER_DOMAIN` is not set; plugins have no operator environment.
-pub const CLUSTER_DOMAIN: &str = "cluster.local";
-
-/// KubeRay's dashboard port when the head container names none.
-pub const DEFAULT_DASHBOARD_PORT: i32 = 8265;
-pub const DASHBOARD_PORT_NAME: &str = "dashboard";
-
-/// The value of `ray.io/originated-from-crd` on what a RayJob creates.
-pub const RAYJOB_CRD: &str = "RayJob";
-/// `app.kubernetes.io/created-by` on the submitter Job.
-pub const COMPONENT_NAME: &str = "kuberay-operator";
+pub use kuberay_rules::consts::{
+    CLUSTER_DOMAIN, COMPONENT_NAME, DASHBOARD_PORT_NAME, DEFAULT_DASHBOARD_PORT, action, crd,
+};
 
 /// The submitter container, in the submitter Job or in the head Pod.
 pub const SUBMITTER_CONTAINER_NAME: &str = "ray-job-submitter";
@@ -52,10 +46,6 @@ pub mod env {
     pub const PYTHONUNBUFFERED: &str = "PYTHONUNBUFFERED";
     pub const RAY_DASHBOARD_ADDRESS: &str = "RAY_DASHBOARD_ADDRESS";
     pub const RAY_JOB_SUBMISSION_ID: &str = "RAY_JOB_SUBMISSION_ID";
-    pub const RAY_AUTH_MODE: &str = "RAY_AUTH_MODE";
-    pub const RAY_AUTH_TOKEN: &str = "RAY_AUTH_TOKEN";
-    /// The key of the token in the cluster's auth Secret.
-    pub const RAY_AUTH_TOKEN_SECRET_KEY: &str = "auth_token";
 }
 
 /// Event reasons, exactly as KubeRay records them.
@@ -78,12 +68,4 @@ pub mod reason {
     pub const UPDATED_SERVICE: &str = "UpdatedService";
     pub const FAILED_TO_CREATE_SERVICE: &str = "FailedToCreateService";
     pub const FAILED_TO_UPDATE_SERVICE: &str = "FailedToUpdateService";
-}
-
-/// Event actions (`events.k8s.io/v1` `action`), as KubeRay names them.
-pub mod action {
-    pub const CREATE: &str = "Create";
-    pub const DELETE: &str = "Delete";
-    pub const UPDATE: &str = "Update";
-    pub const VALIDATE: &str = "Validate";
 }

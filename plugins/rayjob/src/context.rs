@@ -4,9 +4,10 @@
 use k8s_openapi::Resource;
 use kuberay_crds::{JobSubmissionMode, RayJob, RayJobSpec};
 use kuberay_plugin_sdk::{Event, Host, HostError, LogLevel, RayHead, TypedHost};
+use kuberay_rules::time;
 use serde::de::DeserializeOwned;
 
-use crate::{spec, time};
+use crate::spec;
 
 pub struct Ctx<'h, H: Host> {
     pub host: &'h H,
@@ -45,12 +46,7 @@ impl<'h, H: Host> Ctx<'h, H> {
 
     /// Records an event; a failure to record one never fails the reconcile.
     pub fn event(&self, event: Event) {
-        if let Err(e) = self.host.record_event(&event) {
-            self.log(
-                LogLevel::Warn,
-                &format!("could not record event {}: {e}", event.reason),
-            );
-        }
+        kuberay_rules::report::record(self.host, &event);
     }
 
     pub fn log(&self, level: LogLevel, message: &str) {

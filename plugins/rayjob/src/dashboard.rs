@@ -4,11 +4,12 @@
 use k8s_openapi::api::core::v1::Service;
 use kuberay_crds::{RayCluster, RayJob, RayJobStatus};
 use kuberay_plugin_sdk::{Host, ReconcileError, ray::jobs::JobSubmitRequest};
+use kuberay_rules::names;
 
 use crate::{
     consts::{CLUSTER_DOMAIN, DASHBOARD_PORT_NAME},
     context::Ctx,
-    names, spec, status,
+    spec, status,
 };
 
 /// `<head service>.<namespace>.svc.cluster.local:<dashboard port>`, from the cluster's head Service as it

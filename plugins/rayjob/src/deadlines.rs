@@ -3,13 +3,14 @@
 
 use kuberay_crds::{JobDeploymentStatus, JobFailedReason, JobStatus, RayJobStatus};
 use kuberay_plugin_sdk::Host;
+use kuberay_rules::time;
 
 use crate::{
     consts::{
         STATUS_CHECK_TIMEOUT_SECONDS, SUBMITTER_FINISHED_TIMEOUT_SECONDS, TRANSITION_GRACE_PERIOD_SECONDS,
     },
     context::Ctx,
-    status, time,
+    status,
 };
 
 fn started(job_status: &RayJobStatus) -> Option<(i64, String)> {

@@ -15,7 +15,6 @@ pub mod context;
 pub mod dashboard;
 pub mod deadlines;
 pub mod deletion;
-pub mod names;
 pub mod reconcile;
 pub mod retry;
 pub mod service;
@@ -23,7 +22,6 @@ pub mod spec;
 pub mod states;
 pub mod status;
 pub mod submitter;
-pub mod time;
 pub mod validation;
 
 use k8s_openapi::api::{

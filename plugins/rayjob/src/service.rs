@@ -14,11 +14,12 @@ use kuberay_crds::{
     constants::{labels, node_type},
 };
 use kuberay_plugin_sdk::{Event, Host, Kind, LogLevel, ReconcileError, TypedHost};
+use kuberay_rules::names;
 
 use crate::{
-    consts::{RAYJOB_CRD, action, reason},
+    consts::{action, crd, reason},
     context::Ctx,
-    names, spec,
+    spec,
 };
 
 /// The RayJob's Service for `cluster`, from the cluster's own head Service.
@@ -37,10 +38,10 @@ pub fn build(job_name: &str, cluster_head: &Service) -> Service {
     let headless = source.cluster_ip.as_deref() == Some("None");
     Service {
         metadata: ObjectMeta {
-            name: Some(names::head_service(job_name)),
+            name: Some(names::default_head_service(job_name)),
             labels: Some(BTreeMap::from([
                 (labels::RAY_ORIGINATED_FROM_CR_NAME.into(), job_name.into()),
-                (labels::RAY_ORIGINATED_FROM_CRD.into(), RAYJOB_CRD.into()),
+                (labels::RAY_ORIGINATED_FROM_CRD.into(), crd::RAY_JOB.into()),
                 (labels::RAY_NODE_TYPE.into(), node_type::HEAD.into()),
                 (
                     labels::RAY_IDENTIFIER.into(),
@@ -92,7 +93,7 @@ pub fn reconcile<H: Host>(ctx: &Ctx<'_, H>, cluster: &RayCluster) -> Result<(), 
         );
         return Ok(());
     };
-    let name = names::head_service(&ctx.name);
+    let name = names::default_head_service(&ctx.name);
     let existing = ctx.get::<Service>(&name)?;
     let update = match &existing {
         Some(current) if selected_cluster(current) == Some(cluster_name) => return Ok(()),

@@ -7,8 +7,9 @@ use kuberay_crds::{
     JobDeploymentStatus, JobFailedReason, JobStatus, RayClusterStatus, RayJob, RayJobStatus, RayJobStatusInfo,
 };
 use kuberay_plugin_sdk::{Host, ReconcileError};
+use kuberay_rules::time;
 
-use crate::{context::Ctx, time};
+use crate::context::Ctx;
 
 pub fn deployment(status: &RayJobStatus) -> JobDeploymentStatus {
     status

@@ -103,6 +103,21 @@ fn names_must_leave_room_for_the_cluster_suffix() {
 }
 
 #[test]
+fn names_must_be_dns1035_labels() {
+    let mut job = sample("ray-job.sample.yaml");
+    job["metadata"]["name"] = json!("1job");
+    let host = host(job);
+    step(&host);
+    assert_eq!(
+        status(&host)["message"],
+        "The RayJob metadata is invalid: RayJob name should be a valid DNS1035 label: [a DNS-1035 label must \
+         consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with \
+         an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is \
+         '[a-z]([-a-z0-9]*[a-z0-9])?')]"
+    );
+}
+
+#[test]
 fn validation_failed_is_recorded_once_and_then_left_alone() {
     let mut job = sample("ray-job.sample.yaml");
     job["spec"]["activeDeadlineSeconds"] = json!(-5);

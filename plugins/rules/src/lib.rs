@@ -7,6 +7,9 @@
 //! - [`names`]: how KubeRay names what it creates (`CheckName`, `CheckLabel`, the head and serve Services,
 //!   Pod `generateName`s, `<base>-<5 random>` suffixes) and the DNS-1035 check;
 //! - [`labels`]: label selectors of a cluster's Pods;
+//! - [`syntax`]: Kubernetes' name and label syntaxes KubeRay validates, with Kubernetes' messages;
+//! - [`env`]: container environment variables, added without overriding the user's;
+//! - [`auth`]: token authentication of the containers that talk to Ray (`authOptions`);
 //! - [`subset`]: "the live object already carries everything we would write", used by the host to skip
 //!   writes and by plugins to decide whether to write at all;
 //! - [`hash`]: the spec hashes KubeRay stores on Pods and RayClusters;
@@ -17,10 +20,13 @@
 
 #![forbid(unsafe_code)]
 
+pub mod auth;
 pub mod consts;
+pub mod env;
 pub mod hash;
 pub mod labels;
 pub mod names;
 pub mod report;
 pub mod subset;
+pub mod syntax;
 pub mod time;

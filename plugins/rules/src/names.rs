@@ -2,6 +2,7 @@
 //! RayService address Services and Pods by them, so the truncation rules follow KubeRay's byte for byte.
 
 use kuberay_crds::{RayCluster, RayClusterSpec};
+use serde_json::Value;
 
 use crate::consts::CLUSTER_DOMAIN;
 
@@ -47,7 +48,25 @@ pub fn default_head_service(owner: &str) -> String {
 /// The head Service of a cluster: `headGroupSpec.headService.metadata.name` if set and not empty, else
 /// `<cluster>-head-svc`. The one rule the plugins and the host's Ray routing both follow.
 pub fn head_service_name(cluster: &str, spec: &RayClusterSpec) -> String {
-    custom_head_service(spec).map_or_else(|| default_head_service(cluster), str::to_string)
+    head_service_or_default(cluster, custom_head_service(spec))
+}
+
+/// [`head_service_name`] of a RayCluster as JSON (`metadata.name` and
+/// `spec.headGroupSpec.headService.metadata.name`), for code that does not read clusters into the typed
+/// view, such as the host's routing to Ray heads. The same rule: a custom name if set and not empty.
+pub fn head_service_name_of_json(cluster: &Value) -> String {
+    let name = cluster.pointer("/metadata/name").and_then(Value::as_str);
+    let custom = cluster
+        .pointer("/spec/headGroupSpec/headService/metadata/name")
+        .and_then(Value::as_str);
+    head_service_or_default(name.unwrap_or_default(), custom)
+}
+
+/// The custom name if there is one and it is not empty, else `<cluster>-head-svc`.
+fn head_service_or_default(cluster: &str, custom: Option<&str>) -> String {
+    custom
+        .filter(|n| !n.is_empty())
+        .map_or_else(|| default_head_service(cluster), str::to_string)
 }
 
 /// [`head_service_name`] of a RayCluster object.
@@ -246,6 +265,19 @@ mod tests {
             s.metadata.name = Some(String::new());
         }
         assert_eq!(head_service_name("demo", &spec), "demo-head-svc");
+    }
+
+    #[test]
+    fn the_json_view_follows_the_same_rule() {
+        let cluster = |head_service: Value| serde_json::json!({"metadata": {"name": "demo"}, "spec": {"headGroupSpec": head_service}});
+        let custom = cluster(serde_json::json!({"headService": {"metadata": {"name": "custom"}}}));
+        assert_eq!(head_service_name_of_json(&custom), "custom");
+        let empty = cluster(serde_json::json!({"headService": {"metadata": {"name": ""}}}));
+        assert_eq!(head_service_name_of_json(&empty), "demo-head-svc");
+        assert_eq!(
+            head_service_name_of_json(&cluster(serde_json::json!({}))),
+            "demo-head-svc"
+        );
     }
 
     #[test]

@@ -24,6 +24,7 @@ mod error;
 mod event;
 mod host;
 mod kind;
+pub mod ownership;
 mod plugin;
 pub mod ray;
 pub mod selector;

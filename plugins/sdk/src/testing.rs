@@ -1,6 +1,8 @@
 //! An in-memory [`Host`] for unit tests and native benchmarks of plugin logic. It keeps objects of one
-//! namespace, applies the host's ownership rules (created and applied objects get a controller owner
-//! reference to the reconciled object; only owned objects may be deleted), and records what the plugin did.
+//! namespace, applies the host's ownership rules with the host's own code ([`crate::ownership`]: created and
+//! applied objects get a controller owner reference to the reconciled object; foreign owner references,
+//! finalizers other than the plugin's declared one, applies to objects the reconciled object does not
+//! control and deletes of objects it does not control are refused), and records what the plugin did.
 
 use std::{
     cell::{Cell, RefCell},
@@ -10,7 +12,11 @@ use std::{
 
 use serde_json::{Value, json};
 
-use crate::{Event, Host, HostError, Kind, LogLevel, RayRequest, RayResponse, selector::Selector};
+use crate::{
+    Event, Host, HostError, Kind, LogLevel, Plugin, RayRequest, RayResponse,
+    ownership::{self, Writer},
+    selector::Selector,
+};
 
 /// A write the plugin made, in order.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,6 +42,7 @@ pub struct FakeHost {
     ray: RefCell<Option<RayHandler>>,
     counter: Cell<u64>,
     now: Cell<SystemTime>,
+    finalizer: Option<String>,
 }
 
 impl FakeHost {
@@ -65,7 +72,34 @@ impl FakeHost {
             ray: RefCell::new(None),
             counter: Cell::new(0),
             now: Cell::new(SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_800_000_000)),
+            finalizer: None,
         }
+    }
+
+    /// A host reconciling `primary` for plugin `P`: the plugin's declared finalizer is the one it may set.
+    pub fn for_plugin<P: Plugin>(primary: Value) -> Self {
+        let finalizer = P::metadata().finalizer;
+        Self {
+            finalizer,
+            ..Self::new(primary)
+        }
+    }
+
+    /// Declares the plugin's finalizer (see [`Self::for_plugin`]); without one, finalizers are refused.
+    #[must_use]
+    pub fn with_finalizer(mut self, finalizer: impl Into<String>) -> Self {
+        self.finalizer = Some(finalizer.into());
+        self
+    }
+
+    /// Puts an object in the fake cluster as the plugin would have created it: controlled by the reconciled
+    /// object (for tests that start from a state the plugin reached earlier).
+    pub fn insert_owned(&self, mut object: Value) {
+        let owner = self.owner_reference();
+        if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.insert("ownerReferences".into(), json!([owner]));
+        }
+        self.insert(object);
     }
 
     /// The reconciled object as the plugin left it (status and finalizers included).
@@ -148,20 +182,47 @@ impl FakeHost {
         format!("{prefix}-{}", self.counter.get())
     }
 
-    /// Sets the namespace and the controller owner reference, as the real host does.
+    fn owner_reference(&self) -> Value {
+        let primary = self.primary.borrow();
+        let field = |pointer: &str| {
+            primary
+                .pointer(pointer)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        };
+        ownership::owner_reference(
+            &self.primary_kind,
+            field("/metadata/name"),
+            field("/metadata/uid"),
+        )
+    }
+
+    fn primary_uid(&self) -> String {
+        self.primary
+            .borrow()
+            .pointer("/metadata/uid")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    /// Applies `rule` with the host's ownership rules for this reconcile.
+    fn rules<T>(&self, rule: impl FnOnce(&Writer<'_>) -> Result<T, String>) -> Result<T, HostError> {
+        let uid = self.primary_uid();
+        let writer = Writer {
+            uid: &uid,
+            reconciles: &self.primary_kind,
+            finalizer: self.finalizer.as_deref(),
+        };
+        rule(&writer).map_err(HostError::Forbidden)
+    }
+
+    /// Sets the namespace and the controller owner reference, refusing what the real host refuses.
     fn adopt(&self, object: &Value) -> Result<(Kind, Value), HostError> {
         let kind = Kind::of_object(object)
             .ok_or_else(|| HostError::Invalid("object without apiVersion/kind".into()))?;
         let mut object = object.clone();
-        let primary = self.primary.borrow();
-        let owner = json!({
-            "apiVersion": self.primary_kind.api_version(),
-            "kind": self.primary_kind.kind,
-            "name": primary.pointer("/metadata/name"),
-            "uid": primary.pointer("/metadata/uid"),
-            "controller": true,
-            "blockOwnerDeletion": true,
-        });
+        let owner = self.owner_reference();
         let meta = object
             .get_mut("metadata")
             .and_then(Value::as_object_mut)
@@ -177,19 +238,8 @@ impl FakeHost {
             )));
         }
         meta.insert("namespace".into(), json!(self.namespace));
-        meta.insert("ownerReferences".into(), json!([owner]));
+        self.rules(|w| w.take_ownership(&kind, meta, owner))?;
         Ok((kind, object))
-    }
-
-    fn owned(&self, object: &Value) -> bool {
-        let uid = self.primary.borrow().pointer("/metadata/uid").cloned();
-        object
-            .pointer("/metadata/ownerReferences")
-            .and_then(Value::as_array)
-            .is_some_and(|refs| {
-                refs.iter()
-                    .any(|r| r.get("uid") == uid.as_ref() && r["controller"] == true)
-            })
     }
 
     fn set_finalizers(&self, f: impl FnOnce(&mut Vec<Value>)) {
@@ -271,11 +321,12 @@ impl Host for FakeHost {
             .ok_or_else(|| HostError::Invalid("apply needs metadata.name".into()))?
             .to_string();
         let key = (kind.clone(), name.clone());
-        let uid = self
-            .objects
-            .borrow()
-            .get(&key)
-            .and_then(|o| o.pointer("/metadata/uid").cloned());
+        let current = self.objects.borrow().get(&key).cloned();
+        self.rules(|w| {
+            w.check_adoption(current.as_ref())
+                .map_err(|e| format!("{kind} {name}: {e}"))
+        })?;
+        let uid = current.and_then(|o| o.pointer("/metadata/uid").cloned());
         let uid = uid.unwrap_or_else(|| json!(self.next("uid")));
         if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
             meta.insert("uid".into(), uid);
@@ -330,13 +381,10 @@ impl Host for FakeHost {
         let Some(object) = self.objects.borrow().get(&key).cloned() else {
             return Ok(());
         };
-        if !self.owned(&object) {
-            return Err(HostError::Forbidden(format!(
-                "{kind} {name} is not owned by the reconciled object"
-            )));
-        }
+        self.rules(|w| w.check_delete(&object).map_err(|e| format!("{kind} {name}: {e}")))?;
+        // Another incarnation of the name: the host leaves it alone and reports success.
         if uid.is_some_and(|u| object.pointer("/metadata/uid").and_then(Value::as_str) != Some(u)) {
-            return Err(HostError::Conflict(format!("{kind} {name} has another uid")));
+            return Ok(());
         }
         self.objects.borrow_mut().remove(&key);
         self.writes
@@ -346,6 +394,7 @@ impl Host for FakeHost {
     }
 
     fn add_finalizer(&self, finalizer: &str) -> Result<(), HostError> {
+        self.rules(|w| w.check_finalizer(finalizer))?;
         self.set_finalizers(|f| {
             if !f.iter().any(|x| x == finalizer) {
                 f.push(json!(finalizer));
@@ -358,6 +407,7 @@ impl Host for FakeHost {
     }
 
     fn remove_finalizer(&self, finalizer: &str) -> Result<(), HostError> {
+        self.rules(|w| w.check_finalizer(finalizer))?;
         self.set_finalizers(|f| f.retain(|x| x != finalizer));
         self.writes
             .borrow_mut()
@@ -385,3 +435,6 @@ impl Host for FakeHost {
         self.now.get()
     }
 }
+
+#[cfg(test)]
+mod tests;

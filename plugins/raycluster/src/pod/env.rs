@@ -2,55 +2,21 @@
 //! `ray start` command, and usage-stats tags. Most variables are added only when the user has not set
 //! them; the identity variables (`RAY_CLUSTER_NAME`, `RAY_NODE_TYPE_NAME`, ...) always are.
 
-use k8s_openapi::api::core::v1::{Container, EnvVar, EnvVarSource, ObjectFieldSelector};
+use k8s_openapi::api::core::v1::{Container, EnvVar};
 use kuberay_crds::constants::labels;
+use kuberay_rules::names;
 
 use crate::{
     cluster::Creator,
     consts::{KUBERAY_VERSION, LOCAL_HOST, env},
-    names,
     ray_start::NodeType,
 };
 
-pub fn exists(container: &Container, name: &str) -> bool {
-    container.env.iter().flatten().any(|e| e.name == name)
-}
+pub use kuberay_rules::env::{exists, field, push, push_if_absent, value};
 
-pub fn value(name: &str, value: &str) -> EnvVar {
-    EnvVar {
-        name: name.to_string(),
-        value: Some(value.to_string()),
-        value_from: None,
-    }
-}
-
-/// A variable read from the Pod's own metadata (downward API).
-pub fn field(name: &str, path: &str) -> EnvVar {
-    EnvVar {
-        name: name.to_string(),
-        value: None,
-        value_from: Some(EnvVarSource {
-            field_ref: Some(ObjectFieldSelector {
-                field_path: path.to_string(),
-                api_version: None,
-            }),
-            ..EnvVarSource::default()
-        }),
-    }
-}
-
+/// A variable read from one of the Pod's labels (downward API).
 pub fn label_field(name: &str, label: &str) -> EnvVar {
     field(name, &format!("metadata.labels['{label}']"))
-}
-
-pub fn push(container: &mut Container, var: EnvVar) {
-    container.env.get_or_insert_with(Vec::new).push(var);
-}
-
-pub fn push_if_absent(container: &mut Container, var: EnvVar) {
-    if !exists(container, &var.name) {
-        push(container, var);
-    }
 }
 
 /// Every init container learns the head's address (the worker's `wait-gcs-ready` polls it).

@@ -8,13 +8,14 @@ use kuberay_crds::{
     RayCluster,
     constants::{HEAD_GROUP_NAME, annotations, node_type},
 };
+use kuberay_rules::{labels, names};
 
 use super::{BuildError, Finish, add_metrics_port, env, finish, meta_mut, ray_container};
 use crate::{
     auth, autoscaler,
     cluster::{self, Creator, Identity},
     consts::{KUBERAY_VERSION, env as env_names},
-    gcs_ft, labels, names,
+    gcs_ft,
     ray_start::{self, NodeType},
 };
 
@@ -56,7 +57,7 @@ pub fn build(cluster: &RayCluster, id: &Identity, spec_hash: Option<&str>) -> Re
         let image = pod_spec.containers.first().and_then(|c| c.image.clone());
         let mut sidecar = autoscaler::container(image.as_deref(), None);
         if auth::enabled(spec) {
-            auth::configure_container(&mut sidecar, cluster, &id.name);
+            auth::configure_container(&mut sidecar, &id.name, spec);
         }
         autoscaler::apply_options(&mut sidecar, spec.autoscaler_options.as_ref());
         pod_spec.containers.push(sidecar);

@@ -12,13 +12,14 @@ use kuberay_crds::{
     RayCluster, WorkerGroupSpec,
     constants::{annotations, labels as label_keys, node_type},
 };
+use kuberay_rules::{labels, names};
 
 use super::{BuildError, Finish, add_metrics_port, finish, meta_mut, ray_container, shell_command};
 use crate::{
     auth,
     cluster::{self, Creator, Identity},
     consts::WAIT_GCS_READY_CONTAINER_NAME,
-    gcs_ft, labels, names,
+    gcs_ft,
     ray_start::{self, NodeType},
 };
 

@@ -5,11 +5,11 @@
 
 mod fault_tolerance;
 mod spec;
-mod syntax;
 
 use k8s_openapi::api::core::v1::Container;
 use kuberay_crds::{RayCluster, RayClusterSpec, constants::conditions};
 
+use kuberay_rules::syntax;
 pub use spec::validate_spec;
 
 use crate::{
@@ -27,11 +27,11 @@ pub fn validate_metadata(cluster: &RayCluster) -> Result<(), String> {
             "RayCluster name should be no more than {MAX_CLUSTER_NAME_LENGTH} characters"
         ));
     }
-    if !syntax::is_dns1035_label(name) {
+    let errors = syntax::dns1035_label_errors(name);
+    if !errors.is_empty() {
         return Err(format!(
-            "RayCluster name should be a valid DNS1035 label: [a DNS-1035 label must consist of lower case \
-             alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric \
-             character (got {name:?})]"
+            "RayCluster name should be a valid DNS1035 label: {}",
+            syntax::go_list(&errors)
         ));
     }
     Ok(())

@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::Container;
 use kuberay_crds::{AuthMode, RayCluster, RayClusterSpec};
 
-use super::{env_set, env_value, fault_tolerance::validate_fault_tolerance, syntax};
+use kuberay_rules::syntax;
+
+use super::{env_set, env_value, fault_tolerance::validate_fault_tolerance};
 use crate::{cluster, consts::env, version::ray_version_at_least};
 
 fn has_resource_params(params: Option<&BTreeMap<String, String>>) -> bool {

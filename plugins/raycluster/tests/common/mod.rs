@@ -56,7 +56,7 @@ pub fn sample(replicas: i32) -> Value {
 }
 
 pub fn host(cluster: Value) -> FakeHost {
-    FakeHost::new(cluster)
+    FakeHost::for_plugin::<RayClusterPlugin>(cluster)
 }
 
 /// One reconcile of the object as the host currently stores it.

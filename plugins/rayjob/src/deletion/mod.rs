@@ -11,8 +11,9 @@ use std::time::Duration;
 
 use kuberay_crds::{DeletionPolicyType, RayJobStatus};
 use kuberay_plugin_sdk::{Host, LogLevel, Outcome, ReconcileError};
+use kuberay_rules::time;
 
-use crate::{cluster, consts::TTL_SLACK_SECONDS, context::Ctx, spec, time};
+use crate::{cluster, consts::TTL_SLACK_SECONDS, context::Ctx, spec};
 
 /// How much a policy deletes; when several rules are due at once the one that deletes most goes first.
 pub fn impact(policy: DeletionPolicyType) -> u8 {

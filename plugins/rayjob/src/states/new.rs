@@ -5,9 +5,10 @@
 
 use kuberay_crds::{JobDeploymentStatus, JobStatus, JobSubmissionMode, RayJobStatus, constants::finalizers};
 use kuberay_plugin_sdk::{Host, ReconcileError};
+use kuberay_rules::{names, time};
 
 use super::Step;
-use crate::{context::Ctx, names, spec, status, time};
+use crate::{context::Ctx, spec, status};
 
 pub fn run<H: Host>(ctx: &Ctx<'_, H>, job_status: &mut RayJobStatus) -> Result<Step, ReconcileError> {
     let has_finalizer = ctx

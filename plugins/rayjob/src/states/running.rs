@@ -11,6 +11,7 @@ use kuberay_plugin_sdk::{
     Host, LogLevel, Outcome, RayHead, ReconcileError,
     ray::jobs::{JobDetails, SubmitOutcome},
 };
+use kuberay_rules::time;
 
 use super::{Step, suspend};
 use crate::{
@@ -19,7 +20,6 @@ use crate::{
     context::Ctx,
     dashboard, deadlines, service, spec, status,
     submitter::{self, Check},
-    time,
 };
 
 pub fn run<H: Host>(ctx: &Ctx<'_, H>, job_status: &mut RayJobStatus) -> Result<Step, ReconcileError> {

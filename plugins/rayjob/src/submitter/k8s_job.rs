@@ -15,19 +15,20 @@ use kuberay_crds::{
     JobFailedReason, JobStatus, JobSubmissionMode, RayCluster, RayJob, RayJobStatus, constants::labels,
 };
 use kuberay_plugin_sdk::{Event, Host, Kind, ReconcileError, TypedHost};
+use kuberay_rules::time;
 
 use super::{Check, add_token_volume, configure, default_container};
 use crate::{
-    consts::{COMPONENT_NAME, DEFAULT_SUBMITTER_BACKOFF_LIMIT, RAYJOB_CRD, action, reason},
+    consts::{COMPONENT_NAME, DEFAULT_SUBMITTER_BACKOFF_LIMIT, action, crd, reason},
     context::Ctx,
-    status, time,
+    status,
 };
 
 /// What KubeRay labels the Job and its Pods with, so that they can be traced back to the RayJob.
 fn origin_labels(job_name: &str) -> BTreeMap<String, String> {
     BTreeMap::from([
         (labels::RAY_ORIGINATED_FROM_CR_NAME.into(), job_name.into()),
-        (labels::RAY_ORIGINATED_FROM_CRD.into(), RAYJOB_CRD.into()),
+        (labels::RAY_ORIGINATED_FROM_CRD.into(), crd::RAY_JOB.into()),
         (labels::KUBERNETES_CREATED_BY.into(), COMPONENT_NAME.into()),
     ])
 }

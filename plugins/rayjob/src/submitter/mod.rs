@@ -10,25 +10,21 @@ pub mod sidecar;
 use std::collections::BTreeMap;
 
 use k8s_openapi::{
-    api::core::v1::{
-        Container, EnvVar, EnvVarSource, PodSpec, ProjectedVolumeSource, ResourceRequirements,
-        SecretKeySelector, ServiceAccountTokenProjection, Volume, VolumeMount, VolumeProjection,
-    },
+    api::core::v1::{Container, ResourceRequirements},
     apimachinery::pkg::api::resource::Quantity,
 };
-use kuberay_crds::{AuthMode, JobSubmissionMode, RayClusterSpec, RayJob, RayJobStatus};
+use kuberay_crds::{JobSubmissionMode, RayClusterSpec, RayJob, RayJobStatus};
 use kuberay_plugin_sdk::{Host, ReconcileError};
+use kuberay_rules::{auth, env as env_var};
 
 use crate::{
     consts::{SUBMITTER_CONTAINER_NAME, env},
     context::Ctx,
-    names, status,
+    status,
 };
 
-/// Where KubeRay mounts a projected ServiceAccount token for Kubernetes token authentication.
-const RAY_TOKEN_VOLUME_NAME: &str = "ray-token";
-const RAY_TOKEN_MOUNT_PATH: &str = "/var/run/secrets/ray.io/serviceaccount";
-const RAY_ENABLE_K8S_TOKEN_AUTH: &str = "RAY_ENABLE_K8S_TOKEN_AUTH";
+/// The projected ServiceAccount token volume a submitter Pod needs for Kubernetes token authentication.
+pub use kuberay_rules::auth::add_token_volume;
 
 /// What the submitter tells about the RayJob's progress.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -79,14 +75,6 @@ pub fn default_container(cluster: &RayClusterSpec) -> Container {
     }
 }
 
-fn value_env(name: &str, value: &str) -> EnvVar {
-    EnvVar {
-        name: name.into(),
-        value: Some(value.into()),
-        value_from: None,
-    }
-}
-
 /// KubeRay's set-up of a submitter container: its script (unless a K8sJobMode user brought their own
 /// command), unbuffered Python output, the dashboard address and submission id for users' own scripts, and
 /// the cluster's token if it requires one.
@@ -103,93 +91,18 @@ pub fn configure(
         container.args = Some(vec![script.join(" ")]);
     }
     let vars = container.env.get_or_insert_with(Vec::new);
-    vars.push(value_env(env::PYTHONUNBUFFERED, "1"));
-    vars.push(value_env(
+    vars.push(env_var::value(env::PYTHONUNBUFFERED, "1"));
+    vars.push(env_var::value(
         env::RAY_DASHBOARD_ADDRESS,
         status::dashboard_url(job_status),
     ));
-    vars.push(value_env(env::RAY_JOB_SUBMISSION_ID, status::job_id(job_status)));
+    vars.push(env_var::value(
+        env::RAY_JOB_SUBMISSION_ID,
+        status::job_id(job_status),
+    ));
     let (cluster_name, cluster_spec) = cluster;
-    if cluster_spec.auth_options.as_ref().and_then(|a| a.mode) == Some(AuthMode::Token) {
-        configure_token(container, cluster_name, cluster_spec);
+    if auth::enabled(cluster_spec) {
+        auth::configure_container(container, cluster_name, cluster_spec);
     }
     Ok(())
-}
-
-fn k8s_token_auth(cluster: &RayClusterSpec) -> bool {
-    cluster
-        .auth_options
-        .as_ref()
-        .and_then(|a| a.enable_k8s_token_auth)
-        == Some(true)
-}
-
-/// The token a cluster with `authOptions.mode: token` expects: the Pod's own ServiceAccount token when the
-/// cluster accepts Kubernetes tokens, else the cluster's auth Secret.
-fn configure_token(container: &mut Container, cluster_name: &str, cluster: &RayClusterSpec) {
-    let vars = container.env.get_or_insert_with(Vec::new);
-    let has = |vars: &[EnvVar], name: &str| vars.iter().any(|v| v.name == name);
-    if !has(vars, env::RAY_AUTH_MODE) {
-        vars.push(value_env(env::RAY_AUTH_MODE, "token"));
-    }
-    if k8s_token_auth(cluster) {
-        if !has(vars, RAY_ENABLE_K8S_TOKEN_AUTH) {
-            vars.push(value_env(RAY_ENABLE_K8S_TOKEN_AUTH, "true"));
-        }
-        let mounts = container.volume_mounts.get_or_insert_with(Vec::new);
-        if !mounts.iter().any(|m| m.name == RAY_TOKEN_VOLUME_NAME) {
-            mounts.push(VolumeMount {
-                name: RAY_TOKEN_VOLUME_NAME.into(),
-                mount_path: RAY_TOKEN_MOUNT_PATH.into(),
-                read_only: Some(true),
-                ..VolumeMount::default()
-            });
-        }
-        return;
-    }
-    let secret = cluster
-        .auth_options
-        .as_ref()
-        .and_then(|a| a.secret_name.clone())
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| names::check_name(cluster_name));
-    if !has(vars, env::RAY_AUTH_TOKEN) {
-        vars.push(EnvVar {
-            name: env::RAY_AUTH_TOKEN.into(),
-            value: None,
-            value_from: Some(EnvVarSource {
-                secret_key_ref: Some(SecretKeySelector {
-                    name: secret,
-                    key: env::RAY_AUTH_TOKEN_SECRET_KEY.into(),
-                    optional: None,
-                }),
-                ..EnvVarSource::default()
-            }),
-        });
-    }
-}
-
-/// The projected ServiceAccount token volume a submitter Pod needs for Kubernetes token authentication.
-pub fn add_token_volume(pod: &mut PodSpec, cluster: &RayClusterSpec) {
-    if !k8s_token_auth(cluster) {
-        return;
-    }
-    let volumes = pod.volumes.get_or_insert_with(Vec::new);
-    if volumes.iter().any(|v| v.name == RAY_TOKEN_VOLUME_NAME) {
-        return;
-    }
-    volumes.push(Volume {
-        name: RAY_TOKEN_VOLUME_NAME.into(),
-        projected: Some(ProjectedVolumeSource {
-            sources: Some(vec![VolumeProjection {
-                service_account_token: Some(ServiceAccountTokenProjection {
-                    path: "token".into(),
-                    ..ServiceAccountTokenProjection::default()
-                }),
-                ..VolumeProjection::default()
-            }]),
-            ..ProjectedVolumeSource::default()
-        }),
-        ..Volume::default()
-    });
 }

@@ -8,9 +8,10 @@ use kuberay_crds::{
     constants::{labels, node_type},
 };
 use kuberay_plugin_sdk::{Host, ReconcileError, TypedHost};
+use kuberay_rules::time;
 
 use super::{Check, configure, default_container};
-use crate::{consts::SUBMITTER_CONTAINER_NAME, context::Ctx, status, time};
+use crate::{consts::SUBMITTER_CONTAINER_NAME, context::Ctx, status};
 
 /// The submitter container added to the head Pod of the cluster `cluster_name`.
 pub fn container(

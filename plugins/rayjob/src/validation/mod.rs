@@ -6,6 +6,7 @@ mod deletion;
 mod spec;
 
 use kuberay_crds::{JobDeploymentStatus, JobSubmissionMode, RayJob};
+use kuberay_rules::syntax;
 
 use crate::{consts::MAX_RAYJOB_NAME_LENGTH, consts::reason, spec as job_spec};
 
@@ -30,14 +31,12 @@ fn validate_metadata(job: &RayJob) -> Result<(), String> {
             "The RayJob metadata is invalid: RayJob name should be no more than {MAX_RAYJOB_NAME_LENGTH} characters"
         ));
     }
-    if !is_dns1035_label(name) {
-        return Err(
-            "The RayJob metadata is invalid: RayJob name should be a valid DNS1035 label: [a DNS-1035 label must \
-             consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end \
-             with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is \
-             '[a-z]([-a-z0-9]*[a-z0-9])?')]"
-                .into(),
-        );
+    let errors = syntax::dns1035_label_errors(name);
+    if !errors.is_empty() {
+        return Err(format!(
+            "The RayJob metadata is invalid: RayJob name should be a valid DNS1035 label: {}",
+            syntax::go_list(&errors)
+        ));
     }
     Ok(())
 }
@@ -54,32 +53,4 @@ fn validate_status(job: &RayJob) -> Result<(), String> {
         );
     }
     Ok(())
-}
-
-/// RFC 1035 labels: lower-case alphanumerics and `-`, starting with a letter, ending alphanumeric, ≤ 63.
-pub fn is_dns1035_label(name: &str) -> bool {
-    let bytes = name.as_bytes();
-    !bytes.is_empty()
-        && bytes.len() <= 63
-        && bytes[0].is_ascii_lowercase()
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
-        && bytes
-            .last()
-            .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn dns1035() {
-        assert!(is_dns1035_label("rayjob-sample"));
-        assert!(!is_dns1035_label("1job"));
-        assert!(!is_dns1035_label("job-"));
-        assert!(!is_dns1035_label("Job"));
-        assert!(!is_dns1035_label(""));
-    }
 }

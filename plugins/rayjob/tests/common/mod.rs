@@ -61,7 +61,7 @@ pub fn sample_in(mode: &str) -> Value {
 }
 
 pub fn host(job: Value) -> FakeHost {
-    let host = FakeHost::new(job);
+    let host = FakeHost::for_plugin::<RayJobPlugin>(job);
     at(&host, 0);
     host
 }

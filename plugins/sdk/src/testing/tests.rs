@@ -1,0 +1,114 @@
+//! The FakeHost refuses what the operator refuses (the rules are the same code, `crate::ownership`).
+
+use serde_json::json;
+
+use super::*;
+
+const FINALIZER: &str = "ray.io/rayjob-finalizer";
+
+fn host() -> FakeHost {
+    FakeHost::new(json!({
+        "apiVersion": "ray.io/v1", "kind": "RayJob",
+        "metadata": {"name": "job", "namespace": "ns", "uid": "job-uid"},
+    }))
+    .with_finalizer(FINALIZER)
+}
+
+fn service(name: &str, owners: Value) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": name, "ownerReferences": owners},
+    })
+}
+
+fn forbidden<T: std::fmt::Debug>(result: Result<T, HostError>) -> String {
+    match result {
+        Err(HostError::Forbidden(message)) => message,
+        other => panic!("expected forbidden, got {other:?}"),
+    }
+}
+
+#[test]
+fn writes_get_the_reconciled_object_as_their_only_controller() {
+    let host = host();
+    let created = host.create(&service("s", json!([]))).unwrap();
+    assert_eq!(created["metadata"]["namespace"], "ns");
+    assert_eq!(
+        created["metadata"]["ownerReferences"],
+        json!([{"apiVersion": "ray.io/v1", "kind": "RayJob", "name": "job", "uid": "job-uid",
+                "controller": true, "blockOwnerDeletion": true}])
+    );
+    // A reference the plugin wrote to its own object is replaced by the host's.
+    let own = json!([{"apiVersion": "ray.io/v1", "kind": "RayJob", "name": "job", "uid": "job-uid"}]);
+    let applied = host.apply(&service("s", own)).unwrap();
+    assert_eq!(
+        applied["metadata"]["ownerReferences"],
+        created["metadata"]["ownerReferences"]
+    );
+}
+
+#[test]
+fn foreign_owners_and_controllers_are_refused() {
+    let host = host();
+    for foreign in [
+        json!([{"kind": "RayCluster", "name": "victim", "uid": "victim-uid", "controller": true}]),
+        json!([{"kind": "RayCluster", "name": "victim", "uid": "victim-uid"}]),
+    ] {
+        let message = forbidden(host.create(&service("s", foreign.clone())));
+        assert!(message.contains("RayCluster victim"), "{message}");
+        forbidden(host.apply(&service("s", foreign)));
+    }
+    assert_eq!(host.writes(), []);
+}
+
+#[test]
+fn applies_never_adopt() {
+    let host = host();
+    host.insert(service("orphan", json!([])));
+    host.insert(service(
+        "theirs",
+        json!([{"kind": "RayCluster", "name": "c", "uid": "other", "controller": true}]),
+    ));
+    host.insert_owned(service("ours", json!([])));
+    assert!(forbidden(host.apply(&service("orphan", json!([])))).contains("plugins do not adopt"));
+    assert!(forbidden(host.apply(&service("theirs", json!([])))).contains("controlled by another"));
+    assert!(host.apply(&service("ours", json!([]))).is_ok());
+    assert!(matches!(
+        host.create(&service("orphan", json!([]))),
+        Err(HostError::Conflict(_))
+    ));
+}
+
+#[test]
+fn only_the_declared_finalizer_on_the_reconciled_object() {
+    let host = host();
+    assert!(host.add_finalizer(FINALIZER).is_ok());
+    forbidden(host.add_finalizer("kubernetes.io/pvc-protection"));
+    forbidden(host.remove_finalizer("example.com/other"));
+    let mut with_finalizer = service("s", json!([]));
+    with_finalizer["metadata"]["finalizers"] = json!([FINALIZER]);
+    forbidden(host.create(&with_finalizer));
+    let undeclared = FakeHost::new(json!({
+        "apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "job"},
+    }));
+    forbidden(undeclared.add_finalizer(FINALIZER));
+}
+
+#[test]
+fn only_controlled_objects_are_deleted() {
+    let host = host();
+    let service_kind = Kind::new("", "v1", "Service");
+    host.insert(service("orphan", json!([])));
+    host.insert(service(
+        "owned-not-controlled",
+        json!([{"kind": "RayJob", "name": "job", "uid": "job-uid"}]),
+    ));
+    host.insert_owned(service("ours", json!([])));
+    forbidden(host.delete(&service_kind, "orphan", None));
+    forbidden(host.delete(&service_kind, "owned-not-controlled", None));
+    // Another incarnation of the name is left alone, as the host does.
+    assert!(host.delete(&service_kind, "ours", Some("old-uid")).is_ok());
+    assert_eq!(host.objects(&service_kind).len(), 3);
+    assert!(host.delete(&service_kind, "ours", None).is_ok());
+    assert_eq!(host.objects(&service_kind).len(), 2);
+}
