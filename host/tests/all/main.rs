@@ -22,5 +22,6 @@ mod raycluster_scaling;
 mod rayjob;
 mod rbac;
 mod reload;
+mod serve_sample;
 mod steady_state;
 mod support;
