@@ -24,5 +24,6 @@ mod rayjob;
 mod rayservice;
 mod rbac;
 mod reload;
+mod serve_sample;
 mod steady_state;
 mod support;
