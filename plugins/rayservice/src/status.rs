@@ -215,6 +215,12 @@ pub fn write<H: Host>(
     old: &RayServiceStatuses,
     mut new: RayServiceStatuses,
 ) -> Result<bool, HostError> {
+    // An empty cluster status is left out rather than written as `{}` (which the API server saw as null).
+    for s in [&mut new.active_service_status, &mut new.pending_service_status] {
+        if s.as_ref().is_some_and(|s| *s == RayServiceStatus::default()) {
+            *s = None;
+        }
+    }
     let mut compared = new.clone();
     compared.last_update_time = old.last_update_time.clone();
     if compared == *old {
