@@ -2,69 +2,29 @@
 //! controls through an object it owns (a "grandchild": the head Pod of a RayService's RayCluster, which
 //! KubeRay's RayService labels `ray.io/serve=true|false`).
 //!
-//! Such an intent names the object and its labels and nothing else (`apiVersion`, `kind`, `metadata.name`,
-//! optionally `metadata.namespace` equal to the reconciled object's, `metadata.labels`), and every label key
-//! must be one the plugin's policy entry lists in `grandchildLabels`. What the host sends is rebuilt from
+//! Such an intent names the object and its labels and nothing else, and every label key must be one the
+//! plugin's policy entry lists in `grandchildLabels` (`kuberay_plugin_sdk::ownership::label_only`, shared
+//! with `FakeHost`); the host also checks each label's syntax. What the host sends is rebuilt from
 //! those parts with the live object's uid, so the apply cannot create an object that has gone in the
 //! meantime (the API server refuses a uid it cannot find) and carries no owner reference.
 
 use std::collections::BTreeSet;
 
-use kuberay_plugin_sdk::Kind;
+use kuberay_plugin_sdk::{Kind, ownership};
 use serde_json::{Map, Value, json};
 
 use super::names;
 
-const TOP_LEVEL: [&str; 3] = ["apiVersion", "kind", "metadata"];
-const METADATA: [&str; 3] = ["name", "namespace", "labels"];
-
-fn short(text: &str) -> String {
-    text.chars().take(80).collect()
-}
-
-fn only(object: &Map<String, Value>, allowed: &[&str], what: &str) -> Result<(), String> {
-    match object.keys().find(|k| !allowed.contains(&k.as_str())) {
-        Some(extra) => Err(format!("a label-only apply may not set {what}{}", short(extra))),
-        None => Ok(()),
-    }
-}
-
-/// The labels of a label-only intent for an object in `namespace`, or why `object` is not one (or sets a
-/// key outside `allowed`).
+/// The labels of a label-only intent for an object in `namespace`, or why `object` is not one (the SDK's
+/// rule, which `FakeHost` applies too), sets a key outside `allowed`, or a label Kubernetes would refuse.
 pub(crate) fn labels(
     object: &Value,
     namespace: &str,
     allowed: &BTreeSet<String>,
 ) -> Result<Map<String, Value>, String> {
-    let top = object.as_object().ok_or("the object is not a JSON object")?;
-    only(top, &TOP_LEVEL, "")?;
-    let meta = top
-        .get("metadata")
-        .and_then(Value::as_object)
-        .ok_or("the object has no metadata")?;
-    only(meta, &METADATA, "metadata.")?;
-    if let Some(other) = meta.get("namespace").filter(|ns| ns.as_str() != Some(namespace)) {
-        return Err(format!(
-            "namespace {} is outside the reconciled object's namespace {namespace}",
-            short(&other.to_string())
-        ));
-    }
-    let labels = match meta.get("labels") {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(labels)) => labels.clone(),
-        Some(_) => return Err("metadata.labels is not a map".into()),
-    };
+    let labels = ownership::label_only(object, namespace, allowed)?;
     for (key, value) in &labels {
-        let value = value
-            .as_str()
-            .ok_or_else(|| format!("label {} has a value that is not a string", short(key)))?;
-        names::label(key, value).map_err(|e| e.to_string())?;
-        if !allowed.contains(key) {
-            return Err(format!(
-                "label {} is not one the policy lets the plugin set on objects its object controls through another (grandchildLabels)",
-                short(key)
-            ));
-        }
+        names::label(key, value.as_str().unwrap_or_default()).map_err(|e| e.to_string())?;
     }
     Ok(labels)
 }

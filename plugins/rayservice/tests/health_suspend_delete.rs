@@ -10,10 +10,12 @@ use kuberay_plugin_rayservice::RayServicePlugin;
 use kuberay_plugin_sdk::{Plugin, Request, testing::Write};
 use serde_json::{Value, json};
 
-fn head_pod_label_intent(host: &kuberay_plugin_sdk::testing::FakeHost) -> Option<Value> {
+/// The head Pod of `cluster` as the fake cluster holds it.
+fn head(host: &kuberay_plugin_sdk::testing::FakeHost, cluster: &str) -> Value {
     host.objects(&pod_kind())
         .into_iter()
-        .find(|p| p["metadata"]["labels"].get("ray.io/cluster").is_none())
+        .find(|p| p["metadata"]["name"] == format!("{cluster}-head-abcde"))
+        .expect("the head Pod")
 }
 
 #[test]
@@ -21,9 +23,14 @@ fn a_healthy_serve_proxy_labels_the_head_pod_with_a_label_only_apply() {
     let (host, heads) = host(rayservice(json!({})));
     let name = bring_up(&host);
     assert!(heads.lock().unwrap().healthz.contains(&name));
-    let intent = head_pod_label_intent(&host).expect("the label apply");
-    assert_eq!(intent["metadata"]["labels"], json!({"ray.io/serve": "true"}));
-    assert!(intent.get("spec").is_none(), "more than the label was applied");
+    let pod = head(&host, &name);
+    assert_eq!(pod["metadata"]["labels"]["ray.io/serve"], "true");
+    assert_eq!(pod["metadata"]["labels"]["ray.io/cluster"], json!(name));
+    assert_eq!(
+        pod["metadata"]["ownerReferences"][0]["kind"], "RayCluster",
+        "the Pod was taken over"
+    );
+    assert!(pod["spec"]["containers"].is_array(), "the apply replaced the Pod");
     assert!(applies(&host, &pod_kind()).contains(&format!("{name}-head-abcde")));
 }
 
@@ -43,14 +50,12 @@ fn an_unhealthy_proxy_sets_the_label_false() {
     let (host, heads) = host(rayservice(json!({})));
     let name = bring_up(&host);
     // The head Pod is back with serve=true and its proxy fails.
-    host.insert(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {
-        "name": format!("{name}-head-abcde"), "namespace": "ns",
-        "labels": {"ray.io/cluster": name, "ray.io/node-type": "head", "ray.io/serve": "true"}}}));
+    head_pod(&host, &name, "true");
     heads.lock().unwrap().unhealthy.push(name.clone());
     host.clear_writes();
     reconcile(&host);
-    let intent = head_pod_label_intent(&host).unwrap();
-    assert_eq!(intent["metadata"]["labels"]["ray.io/serve"], "false");
+    assert_eq!(head(&host, &name)["metadata"]["labels"]["ray.io/serve"], "false");
+    assert!(applies(&host, &pod_kind()).contains(&format!("{name}-head-abcde")));
 }
 
 #[test]

@@ -12,13 +12,18 @@
 //! - no adoption: an `apply` to an object that exists and is not controlled by the reconciled object (a
 //!   controller owner reference with its uid) is refused, where a forced server-side apply would otherwise
 //!   add our controller reference to it (and then let the plugin rewrite and delete it);
-//! - deletes only of what the reconciled object controls (and of the reconciled object itself).
+//! - deletes only of what the reconciled object controls (and of the reconciled object itself);
+//! - the one exception to "no adoption": [`label_only`] intents on grandchildren.
 //!
 //! Refusals are messages; the host returns them as `forbidden` errors.
 
 use serde_json::{Map, Value, json};
 
 use crate::Kind;
+
+mod label_only;
+
+pub use label_only::label_only;
 
 /// The uid of an object's controller, if it has one.
 pub fn controller_uid(object: &Value) -> Option<&str> {

@@ -6,7 +6,7 @@
 
 use std::{
     cell::{Cell, RefCell},
-    collections::BTreeMap,
+    collections::{BTreeMap, BTreeSet},
     time::SystemTime,
 };
 
@@ -43,6 +43,7 @@ pub struct FakeHost {
     counter: Cell<u64>,
     now: Cell<SystemTime>,
     finalizer: Option<String>,
+    grandchild_labels: BTreeSet<String>,
 }
 
 impl FakeHost {
@@ -73,6 +74,7 @@ impl FakeHost {
             counter: Cell::new(0),
             now: Cell::new(SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_800_000_000)),
             finalizer: None,
+            grandchild_labels: BTreeSet::new(),
         }
     }
 
@@ -89,6 +91,14 @@ impl FakeHost {
     #[must_use]
     pub fn with_finalizer(mut self, finalizer: impl Into<String>) -> Self {
         self.finalizer = Some(finalizer.into());
+        self
+    }
+
+    /// The label keys the plugin may set, with a label-only apply, on objects controlled by objects the
+    /// reconciled object controls (its policy entry's `grandchildLabels`; none by default).
+    #[must_use]
+    pub fn with_grandchild_labels(mut self, keys: &[&str]) -> Self {
+        self.grandchild_labels = keys.iter().map(|k| (*k).to_string()).collect();
         self
     }
 
@@ -242,6 +252,42 @@ impl FakeHost {
         Ok((kind, object))
     }
 
+    /// A label-only apply to an object controlled by an object the reconciled object controls, as the host
+    /// makes it (the labels merged in, no owner reference), or `None` if `object` names no such object.
+    fn apply_to_grandchild(&self, object: &Value) -> Result<Option<Value>, HostError> {
+        let (Some(kind), Some(name)) = (
+            Kind::of_object(object),
+            object.pointer("/metadata/name").and_then(Value::as_str),
+        ) else {
+            return Ok(None);
+        };
+        let key = (kind, name.to_string());
+        let Some(mut current) = self.objects.borrow().get(&key).cloned() else {
+            return Ok(None);
+        };
+        let primary = self.primary_uid();
+        let through_owned = ownership::controller_uid(&current).is_some_and(|middle| {
+            self.objects.borrow().values().any(|o| {
+                o.pointer("/metadata/uid").and_then(Value::as_str) == Some(middle)
+                    && ownership::controlled_by(o, &primary)
+            })
+        });
+        if ownership::controlled_by(&current, &primary) || !through_owned {
+            return Ok(None);
+        }
+        let labels = ownership::label_only(object, &self.namespace, &self.grandchild_labels)
+            .map_err(|e| HostError::Forbidden(format!("{} {name}: {e}", key.0)))?;
+        if let Some(meta) = current.get_mut("metadata").and_then(Value::as_object_mut) {
+            let live = meta.entry("labels").or_insert_with(|| json!({}));
+            if let Some(live) = live.as_object_mut() {
+                live.extend(labels);
+            }
+        }
+        self.objects.borrow_mut().insert(key.clone(), current.clone());
+        self.writes.borrow_mut().push(Write::Apply(key.0, key.1));
+        Ok(Some(current))
+    }
+
     fn set_finalizers(&self, f: impl FnOnce(&mut Vec<Value>)) {
         let mut primary = self.primary.borrow_mut();
         let mut finalizers: Vec<Value> = primary
@@ -314,6 +360,9 @@ impl Host for FakeHost {
     }
 
     fn apply(&self, object: &Value) -> Result<Value, HostError> {
+        if let Some(applied) = self.apply_to_grandchild(object)? {
+            return Ok(applied);
+        }
         let (kind, mut object) = self.adopt(object)?;
         let name = object
             .pointer("/metadata/name")

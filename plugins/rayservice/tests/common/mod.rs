@@ -60,7 +60,7 @@ pub fn pod_kind() -> Kind {
 
 /// A host reconciling `object`, with scripted Ray heads.
 pub fn host(object: Value) -> (FakeHost, Arc<Mutex<Heads>>) {
-    let host = FakeHost::new(object);
+    let host = FakeHost::for_plugin::<RayServicePlugin>(object).with_grandchild_labels(&["ray.io/serve"]);
     let heads = Arc::new(Mutex::new(Heads::default()));
     let state = heads.clone();
     host.on_ray(move |request| {
@@ -169,9 +169,23 @@ pub fn head_ready(host: &FakeHost, cluster: &str) {
             {"type": "HeadPodReady", "status": "True", "reason": "HeadPodRunningAndReady", "message": "",
              "lastTransitionTime": "2027-01-15T08:00:00Z"}]});
     });
+    head_pod(host, cluster, "false");
+}
+
+/// The cluster's head Pod, controlled by the cluster as the RayCluster plugin makes it.
+pub fn head_pod(host: &FakeHost, cluster: &str, serve: &str) {
+    let uid = host
+        .objects(&cluster_kind())
+        .into_iter()
+        .find(|c| c["metadata"]["name"] == cluster)
+        .map(|c| c["metadata"]["uid"].clone())
+        .unwrap();
     host.insert(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {
         "name": format!("{cluster}-head-abcde"), "namespace": "ns",
-        "labels": {"ray.io/cluster": cluster, "ray.io/node-type": "head", "ray.io/serve": "false"}}}));
+        "labels": {"ray.io/cluster": cluster, "ray.io/node-type": "head", "ray.io/serve": serve},
+        "ownerReferences": [{"apiVersion": "ray.io/v1", "kind": "RayCluster", "name": cluster, "uid": uid,
+                             "controller": true}]},
+        "spec": {"containers": [{"name": "ray-head", "image": "rayproject/ray"}]}}));
 }
 
 /// `n` ready Pods behind the serve Service.

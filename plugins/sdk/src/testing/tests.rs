@@ -112,3 +112,56 @@ fn only_controlled_objects_are_deleted() {
     assert!(host.delete(&service_kind, "ours", None).is_ok());
     assert_eq!(host.objects(&service_kind).len(), 2);
 }
+
+fn controlled(kind: &str, name: &str, uid: &str) -> Value {
+    json!([{"apiVersion": "v1", "kind": kind, "name": name, "uid": uid, "controller": true}])
+}
+
+/// A cluster the job controls and its head Pod (controlled by the cluster), and a Pod of another cluster.
+fn grandchildren(host: &FakeHost) {
+    host.insert_owned(json!({"apiVersion": "ray.io/v1", "kind": "RayCluster",
+        "metadata": {"name": "c", "uid": "c-uid"}}));
+    host.insert(
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "c-head",
+        "labels": {"ray.io/cluster": "c"}, "ownerReferences": controlled("RayCluster", "c", "c-uid")},
+        "spec": {"containers": []}}),
+    );
+    host.insert(
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "v-head",
+        "ownerReferences": controlled("RayCluster", "v", "v-uid")}}),
+    );
+}
+
+fn label(pod: &str, key: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": pod, "labels": {key: "true"}}})
+}
+
+#[test]
+fn listed_labels_of_a_grandchild_are_merged_without_taking_it_over() {
+    let host = host().with_grandchild_labels(&["ray.io/serve"]);
+    grandchildren(&host);
+    let applied = host.apply(&label("c-head", "ray.io/serve")).unwrap();
+    assert_eq!(
+        applied["metadata"]["labels"],
+        json!({"ray.io/cluster": "c", "ray.io/serve": "true"})
+    );
+    assert_eq!(
+        applied["metadata"]["ownerReferences"],
+        controlled("RayCluster", "c", "c-uid")
+    );
+    assert_eq!(applied["spec"], json!({"containers": []}));
+}
+
+#[test]
+fn grandchildren_get_nothing_but_listed_labels_and_others_nothing_at_all() {
+    let host = host().with_grandchild_labels(&["ray.io/serve"]);
+    grandchildren(&host);
+    assert!(forbidden(host.apply(&label("c-head", "ray.io/cluster"))).contains("grandchildLabels"));
+    let mut with_spec = label("c-head", "ray.io/serve");
+    with_spec["spec"] = json!({"containers": []});
+    assert!(forbidden(host.apply(&with_spec)).contains("may not set spec"));
+    forbidden(host.apply(&label("v-head", "ray.io/serve")));
+    let unlisted = self::host();
+    grandchildren(&unlisted);
+    assert!(forbidden(unlisted.apply(&label("c-head", "ray.io/serve"))).contains("grandchildLabels"));
+}
