@@ -15,7 +15,7 @@ use kube::{
 use kuberay_testenv::TestNamespace;
 use serde_json::{Value, json};
 
-use crate::support::{OperatorOptions, env, eventually, logged, namespace, ray_api, start_operator};
+use crate::support::{OperatorOptions, apply, env, eventually, logged, namespace, ray_api, start_operator};
 
 fn options() -> OperatorOptions {
     OperatorOptions {
@@ -47,17 +47,6 @@ fn cronjob(name: &str, schedule: &str, extra: Value) -> Value {
         spec.extend(extra.clone());
     }
     object
-}
-
-async fn apply(api: &Api<DynamicObject>, object: &Value) {
-    let name = object["metadata"]["name"].as_str().unwrap();
-    api.patch(
-        name,
-        &PatchParams::apply("kuberay-wasm-tests").force(),
-        &Patch::Apply(object),
-    )
-    .await
-    .unwrap();
 }
 
 /// The RayJobs a RayCronJob created, as JSON.

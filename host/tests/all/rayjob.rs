@@ -13,8 +13,8 @@ use kuberay_testenv::{HeadMode, TestEnv, TestNamespace, annotations, proxy_http:
 use serde_json::{Value, json};
 
 use crate::support::{
-    OperatorOptions, env, eventually, namespace, plugins_dir_with, ray_api, rayclusters, ready_cluster,
-    sample, start_operator,
+    OperatorOptions, apply, env, eventually, namespace, plugins_dir_with, ray_api, rayclusters,
+    ready_cluster, sample, start_operator, status_of,
 };
 
 /// A finalizer only the tests set and remove.
@@ -22,21 +22,6 @@ const TEST_HOLD: &str = "kuberay-wasm-tests/hold";
 
 fn rayjobs(client: &Client, ns: &TestNamespace) -> Api<DynamicObject> {
     ray_api(client, ns, "RayJob", "rayjobs")
-}
-
-async fn apply(api: &Api<DynamicObject>, object: &Value) {
-    let name = object["metadata"]["name"].as_str().unwrap();
-    api.patch(
-        name,
-        &PatchParams::apply("kuberay-wasm-tests").force(),
-        &Patch::Apply(object),
-    )
-    .await
-    .unwrap();
-}
-
-async fn status_of(api: &Api<DynamicObject>, name: &str) -> Option<Value> {
-    Some(serde_json::to_value(api.get(name).await.ok()?).ok()?["status"].clone())
 }
 
 /// Waits until the RayJob's deployment status is `wanted` and returns its status.

@@ -6,15 +6,13 @@
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Service;
-use kube::{
-    Api, Client,
-    api::{DynamicObject, Patch, PatchParams},
-};
+use kube::{Api, Client, api::DynamicObject};
 use kuberay_testenv::{TestEnv, TestNamespace, proxy_http::ProxyHttp};
 use serde_json::{Value, json};
 
 use crate::support::{
-    OperatorOptions, env, eventually, namespace, ray_api, rayclusters, sample, start_operator,
+    OperatorOptions, apply, env, eventually, namespace, ray_api, rayclusters, sample, start_operator,
+    status_of,
 };
 
 const WAIT: Duration = Duration::from_secs(150);
@@ -48,21 +46,6 @@ fn sample_service() -> Value {
     service
 }
 
-async fn apply(api: &Api<DynamicObject>, object: &Value) {
-    let name = object["metadata"]["name"].as_str().unwrap();
-    api.patch(
-        name,
-        &PatchParams::apply("kuberay-wasm-tests").force(),
-        &Patch::Apply(object),
-    )
-    .await
-    .unwrap();
-}
-
-async fn status(api: &Api<DynamicObject>, name: &str) -> Option<Value> {
-    Some(serde_json::to_value(api.get(name).await.ok()?).ok()?["status"].clone())
-}
-
 fn condition<'a>(status: &'a Value, type_: &str) -> Option<&'a Value> {
     status["conditions"]
         .as_array()?
@@ -78,7 +61,7 @@ fn is_true(status: &Value, type_: &str) -> bool {
 /// cluster; returns its status.
 async fn ready(api: &Api<DynamicObject>, name: &str) -> Value {
     eventually(&format!("RayService {name} to be ready"), WAIT, || async {
-        let status = status(api, name).await?;
+        let status = status_of(api, name).await?;
         let apps = status
             .pointer("/activeServiceStatus/applicationStatuses")?
             .as_object()?;
@@ -203,7 +186,7 @@ async fn a_cluster_change_is_rolled_out_blue_green_and_a_failed_deploy_keeps_the
         json!(good.replace("conditional_dag.serve_dag", "conditional_dag.fail_dag"));
     apply(&api, &service).await;
     let failed = eventually("the pending cluster's application to fail", WAIT, || async {
-        let status = status(&api, "rayservice-sample").await?;
+        let status = status_of(&api, "rayservice-sample").await?;
         let app = status.pointer("/pendingServiceStatus/applicationStatuses/math_app/status")?;
         (app == "DEPLOY_FAILED").then_some(status)
     })
@@ -227,7 +210,7 @@ async fn a_cluster_change_is_rolled_out_blue_green_and_a_failed_deploy_keeps_the
     service["spec"]["serveConfigV2"] = json!(good);
     apply(&api, &service).await;
     let status = eventually("the new cluster to take over", WAIT, || async {
-        let status = status(&api, "rayservice-sample").await?;
+        let status = status_of(&api, "rayservice-sample").await?;
         (status["activeServiceStatus"]["rayClusterName"] == second.as_str()).then_some(status)
     })
     .await;

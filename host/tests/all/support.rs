@@ -396,3 +396,20 @@ pub async fn pods(client: &Client, ns: &TestNamespace, selector: &str) -> Vec<Po
     pods.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     pods
 }
+
+/// Server-side applies `object` as the tests' field manager (forced), as `kubectl apply --server-side` would.
+pub async fn apply(api: &Api<DynamicObject>, object: &Value) {
+    let name = object["metadata"]["name"].as_str().unwrap();
+    api.patch(
+        name,
+        &PatchParams::apply("kuberay-wasm-tests").force(),
+        &Patch::Apply(object),
+    )
+    .await
+    .unwrap();
+}
+
+/// The `status` of an object, or `None` while it cannot be read.
+pub async fn status_of(api: &Api<DynamicObject>, name: &str) -> Option<Value> {
+    Some(serde_json::to_value(api.get(name).await.ok()?).ok()?["status"].clone())
+}
