@@ -3,7 +3,8 @@
 # applies KubeRay's sample RayCluster unchanged, shows it becoming ready (with a real Ray head in the head
 # Pod's network namespace), prints what the RayCluster plugin created, then runs a RayJob to completion on
 # a real Ray head twice: with the operator reaching the head directly, and with the operator where no Pod
-# is reachable, through the API server's proxy (`--use-kubernetes-proxy`). Last, the REST backend
+# is reachable, through the API server's proxy (`--use-kubernetes-proxy`), and, still through the proxy,
+# brings KubeRay's sample RayService up and sends requests to its Serve applications. Last, the REST backend
 # (kuberay-apiserver): a user who is not an admin creates a cluster with curl, submits a job to it and
 # deletes it, and a user without rights is refused. Everything is left running.
 set -euo pipefail
@@ -30,6 +31,7 @@ bash scripts/operator.sh stop  # a rerun may find it in proxy mode
 bash scripts/operator.sh start
 target/debug/kuberay-wasm inspect .local/plugins/raycluster.wasm
 target/debug/kuberay-wasm inspect .local/plugins/rayjob.wasm
+target/debug/kuberay-wasm inspect .local/plugins/rayservice.wasm
 target/debug/kuberay-wasm inspect .local/plugins/raycronjob.wasm
 
 echo
@@ -122,8 +124,42 @@ if ip netns exec "$opns" curl -s --max-time 2 "http://$head_ip:8265/api/version"
 fi
 echo "from the operator's network namespace ($opns), the head Pod's address $head_ip does not answer"
 run_rayjob rayjob-demo-proxy
-echo "the operator's Ray requests by route (kuberay_wasm_ray_requests_total; an http-error is Ray's 404 for"
-echo "a job not submitted yet, which the RayJob plugin asks about before it submits):"
+
+echo
+echo "== A RayService (still through the proxy): KubeRay's sample, its Serve applications imported from"
+echo "   tests/ray/apps since nothing can be downloaded here (tests/fixtures/rayservice/)"
+svc=rayservice-sample
+$kubectl apply --server-side -n $ns -f tests/fixtures/rayservice/ray-service.sample.local.yaml
+echo "waiting for it to become Ready (Ray, then Serve and eight replicas start on the real head)..."
+for i in $(seq 1 180); do
+  status=$($kubectl get rayservice -n $ns $svc -o json 2>/dev/null | python3 -c '
+import json, sys
+s = json.load(sys.stdin).get("status", {})
+ready = next((c["status"] for c in s.get("conditions", []) if c["type"] == "Ready"), "-")
+apps = s.get("activeServiceStatus", {}).get("applicationStatuses", {})
+print(ready, s.get("activeServiceStatus", {}).get("rayClusterName", "-"),
+      ",".join(f"{n}={a.get(\"status\")}" for n, a in sorted(apps.items())) or "-")' || echo "- - -")
+  read -r ready active apps <<<"$status"
+  printf '  %3ss  Ready=%-5s cluster=%s applications=%s\n' "$((i * 2))" "$ready" "$active" "$apps"
+  [ "$ready" = True ] && break
+  sleep 2
+done
+[ "$ready" = True ] || { echo "the RayService did not become Ready; see .local/operator.log"; exit 1; }
+$kubectl get rayservice -n $ns $svc
+$kubectl get services -n $ns -l ray.io/originated-from-crd=RayService
+echo "the head Pod's Serve proxy is healthy, so the plugin labelled it into the serve Service:"
+$kubectl get pods -n $ns -l ray.io/cluster="$active",ray.io/serve -L ray.io/serve --no-headers | sed 's/^/  /'
+serve=/api/v1/namespaces/$ns/services/$svc-serve-svc:serve/proxy
+for request in 'fruit/ ["MANGO", 2]' 'calc/ ["MUL", 3]'; do
+  read -r path body <<<"$request"
+  answer=$($kubectl create --raw "$serve/$path" -f - <<<"$body")
+  echo "POST $svc-serve-svc:8000/$path $body -> $answer"
+done
+
+echo
+echo "the operator's Ray requests by route (kuberay_wasm_ray_requests_total): the Serve and Jobs APIs through"
+echo "the head Service's proxy, the Serve proxy's health through the head Pod's; an http-error is Ray's 404 for"
+echo "a job not submitted yet, which the RayJob plugin asks about before it submits:"
 bash scripts/operator.sh metrics | { grep '^kuberay_wasm_ray_requests_total' || echo "(none since it started)"; } | sed 's/^/  /'
 
 echo
@@ -191,7 +227,7 @@ cat <<TXT
 
 Everything keeps running. Try:
   export KUBECONFIG=$KUBECONFIG
-  $kubectl get rayclusters,rayjobs,pods,services -n $ns
+  $kubectl get rayclusters,rayjobs,rayservices,pods,services -n $ns
   $kubectl patch raycluster -n $ns $cluster --type=json -p '[{"op":"replace","path":"/spec/workerGroupSpecs/0/replicas","value":3}]'
   bash scripts/operator.sh metrics | grep kuberay_wasm_reconciles
   tail -f .local/operator.log

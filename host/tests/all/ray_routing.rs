@@ -2,7 +2,7 @@
 //! head Pod address) or, with `--use-kubernetes-proxy`, only through the API server's proxy subresources.
 //! It refuses clusters the plugin's object neither is, owns nor selects, and paths that escape.
 
-use std::{process::Stdio, time::Duration};
+use std::time::Duration;
 
 use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
 use kuberay_testenv::proxy_http::ProxyHttp;
@@ -10,11 +10,14 @@ use serde_json::{Value, json};
 
 use crate::{
     containment::{chaos_api, install_chaos_crd_for_tests},
+    isolated::{IsolatedOperator, only_proxied, succeeded_on},
     support::{
-        OperatorOptions, env, eventually, logged, namespace, plugins_dir_with, rayclusters, ready_cluster,
-        start_operator,
+        OperatorOptions, env, eventually, logged, namespace, rayclusters, ready_cluster, start_operator,
     },
 };
+
+/// This file's metrics port in the shared isolated network namespace.
+const PORT: u16 = 18080;
 
 fn small_cluster() -> Value {
     json!({
@@ -292,80 +295,19 @@ async fn ray_requests_with_a_method_or_header_outside_the_allow_list_are_refused
     operator.stop().await;
 }
 
-/// Runs the operator binary inside the test environment's operator network namespace, which has a route to
-/// the API server (through a forwarder) and none to any Pod.
-fn isolated_operator(
-    env: &kuberay_testenv::TestEnv,
-    ns: &str,
-    plugins: &std::path::Path,
-    proxy: bool,
-) -> tokio::process::Child {
-    let cache = plugins.join(".cache");
-    let mut command = tokio::process::Command::new("ip");
-    command
-        .args([
-            "netns",
-            "exec",
-            &env.info().operator_netns,
-            env!("CARGO_BIN_EXE_kuberay-wasm"),
-            "operator",
-        ])
-        .arg("--plugins")
-        .arg(plugins)
-        .arg("--policy")
-        .arg(crate::support::test_policy_file(plugins))
-        .arg("--kubeconfig")
-        .arg(&env.info().operator_kubeconfig)
-        .args([
-            "--watch-namespace",
-            ns,
-            "--plugin-reload-interval",
-            "0",
-            "--metrics-bind-address",
-            "127.0.0.1:18080",
-        ])
-        .args(["--health-probe-bind-address", "127.0.0.1:18082", "--cache-dir"])
-        .arg(cache)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true);
-    if proxy {
-        command.arg("--use-kubernetes-proxy");
-    }
-    command.spawn().expect("starting the isolated operator")
-}
-
-/// The isolated operator's metrics, fetched from inside its namespace.
-async fn isolated_metrics(env: &kuberay_testenv::TestEnv) -> String {
-    let out = tokio::process::Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &env.info().operator_netns,
-            "curl",
-            "-s",
-            "http://127.0.0.1:18080/metrics",
-        ])
-        .output()
-        .await
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 #[tokio::test]
 async fn an_operator_that_cannot_reach_pods_works_through_the_api_server_proxy_only() {
     let env = env().await;
     let client = env.client().await.unwrap();
     install_chaos_crd_for_tests(&client).await;
-    let plugins = plugins_dir_with(&[
+    let plugins = [
         kuberay_plugin_artifacts::RAYCLUSTER,
         kuberay_plugin_artifacts::CHAOS,
-    ]);
+    ];
 
     // The namespace really is cut off from the Pods: the same operator in direct mode gets no answer.
     let direct_ns = namespace(env, "isolated-direct").await;
-    let mut direct = isolated_operator(env, direct_ns.name(), &plugins, false);
+    let direct = IsolatedOperator::start(env, direct_ns.name(), &plugins, false, PORT);
     let chaos = chaos_api(&client, direct_ns.name());
     create_chaos(&chaos, "unreachable", json!({"cluster": small_cluster()})).await;
     ready_cluster(&client, &direct_ns, "unreachable-ray").await;
@@ -384,19 +326,16 @@ async fn an_operator_that_cannot_reach_pods_works_through_the_api_server_proxy_o
         message.contains("unreachable") || message.contains("Network"),
         "{message}"
     );
-    let metrics = isolated_metrics(env).await;
+    let ray_lines = direct.ray_requests().await;
     assert!(
-        !metrics
-            .lines()
-            .any(|l| l.starts_with("kuberay_wasm_ray_requests_total") && l.contains("outcome=\"ok\"")),
-        "{metrics}"
+        !ray_lines.iter().any(|l| l.contains("outcome=\"ok\"")),
+        "{ray_lines:?}"
     );
-    direct.kill().await.unwrap();
-    let _ = direct.wait().await;
+    direct.stop().await;
 
     // Through the API server it works, and every request went through the proxy.
     let proxy_ns = namespace(env, "isolated-proxy").await;
-    let mut proxied = isolated_operator(env, proxy_ns.name(), &plugins, true);
+    let proxied = IsolatedOperator::start(env, proxy_ns.name(), &plugins, true, PORT);
     let chaos = chaos_api(&client, proxy_ns.name());
     create_chaos(&chaos, "reachable", json!({"cluster": small_cluster()})).await;
     create_chaos(
@@ -407,28 +346,9 @@ async fn an_operator_that_cannot_reach_pods_works_through_the_api_server_proxy_o
     .await;
     assert_eq!(answer(&chaos, "reachable").await, (200, "success".to_string()));
     assert_eq!(answer(&chaos, "pod").await, (200, "success".to_string()));
-    let metrics = isolated_metrics(env).await;
-    let ray_lines: Vec<&str> = metrics
-        .lines()
-        .filter(|l| l.starts_with("kuberay_wasm_ray_requests_total"))
-        .collect();
-    assert!(
-        ray_lines
-            .iter()
-            .any(|l| l.contains("route=\"proxy-service\"") && l.contains("outcome=\"ok\"")),
-        "{ray_lines:?}"
-    );
-    assert!(
-        ray_lines
-            .iter()
-            .any(|l| l.contains("route=\"proxy-pod\"") && l.contains("outcome=\"ok\"")),
-        "{ray_lines:?}"
-    );
-    assert!(
-        ray_lines.iter().all(|l| !l.contains("route=\"direct")),
-        "{ray_lines:?}"
-    );
-    proxied.kill().await.unwrap();
-    let _ = proxied.wait().await;
-    let _ = std::fs::remove_dir_all(plugins);
+    let ray_lines = proxied.ray_requests().await;
+    assert!(succeeded_on(&ray_lines, "proxy-service"), "{ray_lines:?}");
+    assert!(succeeded_on(&ray_lines, "proxy-pod"), "{ray_lines:?}");
+    assert!(only_proxied(&ray_lines), "{ray_lines:?}");
+    proxied.stop().await;
 }

@@ -12,6 +12,7 @@ use kube::{
 use kuberay_testenv::{HeadMode, TestEnv, TestNamespace, annotations, proxy_http::ProxyHttp};
 use serde_json::{Value, json};
 
+use crate::isolated::{IsolatedOperator, only_proxied, succeeded_on};
 use crate::support::{
     OperatorOptions, apply, env, eventually, namespace, plugins_dir_with, ray_api, rayclusters,
     ready_cluster, sample, start_operator, status_of,
@@ -205,74 +206,17 @@ async fn kuberay_rayjob_samples_complete_through_the_api_server_proxy_only() {
         .namespace_with("rayjob-proxy", Some(HeadMode::Real))
         .await
         .unwrap();
-    let plugins = plugins_dir_with(&[
+    // The operator runs where no Pod address is reachable; only the API server is.
+    let plugins = [
         kuberay_plugin_artifacts::RAYCLUSTER,
         kuberay_plugin_artifacts::RAYJOB,
-    ]);
-    // The operator runs where no Pod address is reachable; only the API server is.
-    let mut operator = tokio::process::Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &env.info().operator_netns,
-            env!("CARGO_BIN_EXE_kuberay-wasm"),
-            "operator",
-        ])
-        .arg("--plugins")
-        .arg(&plugins)
-        .arg("--kubeconfig")
-        .arg(&env.info().operator_kubeconfig)
-        .args([
-            "--watch-namespace",
-            ns.name(),
-            "--use-kubernetes-proxy",
-            "--plugin-reload-interval",
-            "0",
-        ])
-        .args([
-            "--metrics-bind-address",
-            "127.0.0.1:18180",
-            "--health-probe-bind-address",
-            "127.0.0.1:18182",
-        ])
-        .arg("--cache-dir")
-        .arg(plugins.join(".cache"))
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+    ];
+    let operator = IsolatedOperator::start(env, ns.name(), &plugins, true, 18180);
     run_samples(&client, &ns).await;
-    let metrics = tokio::process::Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &env.info().operator_netns,
-            "curl",
-            "-s",
-            "http://127.0.0.1:18180/metrics",
-        ])
-        .output()
-        .await
-        .unwrap();
-    let metrics = String::from_utf8_lossy(&metrics.stdout);
-    let ray: Vec<&str> = metrics
-        .lines()
-        .filter(|l| l.starts_with("kuberay_wasm_ray_requests_total"))
-        .collect();
-    assert!(
-        ray.iter()
-            .any(|l| l.contains("route=\"proxy-service\"") && l.contains("outcome=\"ok\"")),
-        "{ray:?}"
-    );
-    assert!(
-        ray.iter().all(|l| !l.contains("route=\"direct")),
-        "a direct connection was attempted: {ray:?}"
-    );
-    operator.kill().await.unwrap();
-    let _ = operator.wait().await;
-    let _ = std::fs::remove_dir_all(plugins);
+    let ray = operator.ray_requests().await;
+    assert!(succeeded_on(&ray, "proxy-service"), "{ray:?}");
+    assert!(only_proxied(&ray), "a direct connection was attempted: {ray:?}");
+    operator.stop().await;
 }
 
 async fn fake_operator(env: &TestEnv, prefix: &str) -> (Client, TestNamespace, crate::support::Operator) {
