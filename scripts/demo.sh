@@ -152,8 +152,13 @@ $kubectl get pods -n $ns -l ray.io/cluster="$active",ray.io/serve -L ray.io/serv
 serve=/api/v1/namespaces/$ns/services/$svc-serve-svc:serve/proxy
 for request in 'fruit/ ["MANGO", 2]' 'calc/ ["MUL", 3]'; do
   read -r path body <<<"$request"
-  answer=$($kubectl create --raw "$serve/$path" -f - <<<"$body")
-  echo "POST $svc-serve-svc:8000/$path $body -> $answer"
+  # The Service also selects the worker Pod, which the simulated kubelet runs without Ray: retry until the
+  # request lands on the head.
+  for _ in $(seq 1 20); do
+    answer=$($kubectl create --raw "$serve/$path" -f - <<<"$body" 2>/dev/null) && break
+    sleep 0.5
+  done
+  echo "POST $svc-serve-svc:8000/$path $body -> ${answer:-no answer}"
 done
 
 echo

@@ -96,7 +96,8 @@ pub fn succeeded_on(lines: &[String], route: &str) -> bool {
         .any(|l| l.contains(&format!("route=\"{route}\"")) && l.contains("outcome=\"ok\""))
 }
 
-/// Whether every line is a request through the API server's proxy.
-pub fn only_proxied(lines: &[String]) -> bool {
-    lines.iter().all(|l| l.contains("route=\"proxy-"))
+/// Whether no line counts a request sent straight to a Pod or Service address (requests the host could not
+/// route yet count as `unresolved`).
+pub fn never_direct(lines: &[String]) -> bool {
+    !lines.iter().any(|l| l.contains("route=\"direct-"))
 }

@@ -18,6 +18,7 @@ mod limits;
 mod policy;
 mod ray_routing;
 mod raycluster_lifecycle;
+mod raycluster_recreate;
 mod raycluster_samples;
 mod raycluster_scaling;
 mod raycronjob;

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::{
     containment::{chaos_api, install_chaos_crd_for_tests},
-    isolated::{IsolatedOperator, only_proxied, succeeded_on},
+    isolated::{IsolatedOperator, never_direct, succeeded_on},
     support::{
         OperatorOptions, env, eventually, logged, namespace, rayclusters, ready_cluster, start_operator,
     },
@@ -349,6 +349,6 @@ async fn an_operator_that_cannot_reach_pods_works_through_the_api_server_proxy_o
     let ray_lines = proxied.ray_requests().await;
     assert!(succeeded_on(&ray_lines, "proxy-service"), "{ray_lines:?}");
     assert!(succeeded_on(&ray_lines, "proxy-pod"), "{ray_lines:?}");
-    assert!(only_proxied(&ray_lines), "{ray_lines:?}");
+    assert!(never_direct(&ray_lines), "{ray_lines:?}");
     proxied.stop().await;
 }

@@ -12,7 +12,7 @@ use kube::{
 use kuberay_testenv::{HeadMode, TestEnv, TestNamespace, annotations, proxy_http::ProxyHttp};
 use serde_json::{Value, json};
 
-use crate::isolated::{IsolatedOperator, only_proxied, succeeded_on};
+use crate::isolated::{IsolatedOperator, never_direct, succeeded_on};
 use crate::support::{
     OperatorOptions, apply, env, eventually, namespace, plugins_dir_with, ray_api, rayclusters,
     ready_cluster, sample, start_operator, status_of,
@@ -215,7 +215,7 @@ async fn kuberay_rayjob_samples_complete_through_the_api_server_proxy_only() {
     run_samples(&client, &ns).await;
     let ray = operator.ray_requests().await;
     assert!(succeeded_on(&ray, "proxy-service"), "{ray:?}");
-    assert!(only_proxied(&ray), "a direct connection was attempted: {ray:?}");
+    assert!(never_direct(&ray), "a direct connection was attempted: {ray:?}");
     operator.stop().await;
 }
 

@@ -13,7 +13,7 @@ use kuberay_testenv::{HeadMode, TestNamespace, proxy_http::ProxyHttp};
 use serde_json::{Value, json};
 
 use crate::{
-    isolated::{IsolatedOperator, only_proxied, succeeded_on},
+    isolated::{IsolatedOperator, never_direct, succeeded_on},
     support::{OperatorOptions, apply, env, eventually, ray_api, rayclusters, start_operator, status_of},
 };
 
@@ -134,7 +134,7 @@ async fn the_rayservice_sample_serves_on_a_real_head_through_the_proxy_and_direc
     let ray = proxied.ray_requests().await;
     assert!(succeeded_on(&ray, "proxy-service"), "{ray:?}");
     assert!(succeeded_on(&ray, "proxy-pod"), "{ray:?}");
-    assert!(only_proxied(&ray), "a direct connection was attempted: {ray:?}");
+    assert!(never_direct(&ray), "a direct connection was attempted: {ray:?}");
     delete_service(&client, &ns).await;
     proxied.stop().await;
 
