@@ -37,6 +37,8 @@ KUBECONFIG
     setsid bash -c 'echo $$ >"$0" && exec "$@"' "$pidfile" target/debug/kuberay-apiserver \
       --kubeconfig .local/apiserver.kubeconfig --grpc-bind-address 127.0.0.1:8887 \
       --http-bind-address 127.0.0.1:8888 "$@" >.local/apiserver.log 2>&1 </dev/null &
+    # Until the pid file is written, `running` cannot tell a starting server from one that exited.
+    for _ in $(seq 1 50); do [ -s "$pidfile" ] && break; sleep 0.1; done
     for _ in $(seq 1 100); do
       if curl -fsS http://127.0.0.1:8888/readyz >/dev/null 2>&1; then
         echo "apiserver: ready on http://127.0.0.1:8888 (REST) and 127.0.0.1:8887 (gRPC), log .local/apiserver.log"

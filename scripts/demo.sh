@@ -138,7 +138,7 @@ s = json.load(sys.stdin).get("status", {})
 ready = next((c["status"] for c in s.get("conditions", []) if c["type"] == "Ready"), "-")
 apps = s.get("activeServiceStatus", {}).get("applicationStatuses", {})
 print(ready, s.get("activeServiceStatus", {}).get("rayClusterName", "-"),
-      ",".join(f"{n}={a.get(\"status\")}" for n, a in sorted(apps.items())) or "-")' || echo "- - -")
+      ",".join("{}={}".format(n, a.get("status")) for n, a in sorted(apps.items())) or "-")' || echo "- - -")
   read -r ready active apps <<<"$status"
   printf '  %3ss  Ready=%-5s cluster=%s applications=%s\n' "$((i * 2))" "$ready" "$active" "$apps"
   [ "$ready" = True ] && break
@@ -147,8 +147,8 @@ done
 [ "$ready" = True ] || { echo "the RayService did not become Ready; see .local/operator.log"; exit 1; }
 $kubectl get rayservice -n $ns $svc
 $kubectl get services -n $ns -l ray.io/originated-from-crd=RayService
-echo "the head Pod's Serve proxy is healthy, so the plugin labelled it into the serve Service:"
-$kubectl get pods -n $ns -l ray.io/cluster="$active",ray.io/serve -L ray.io/serve --no-headers | sed 's/^/  /'
+echo "the head Pod's Serve proxy answers /-/healthz, so the plugin labelled it ray.io/serve=true (into the serve Service):"
+$kubectl get pods -n $ns -l ray.io/cluster="$active",ray.io/node-type=head -L ray.io/serve --no-headers | sed 's/^/  /'
 serve=/api/v1/namespaces/$ns/services/$svc-serve-svc:serve/proxy
 for request in 'fruit/ ["MANGO", 2]' 'calc/ ["MUL", 3]'; do
   read -r path body <<<"$request"
@@ -234,6 +234,7 @@ Everything keeps running. Try:
   export KUBECONFIG=$KUBECONFIG
   $kubectl get rayclusters,rayjobs,rayservices,pods,services -n $ns
   $kubectl patch raycluster -n $ns $cluster --type=json -p '[{"op":"replace","path":"/spec/workerGroupSpecs/0/replicas","value":3}]'
+  echo '["PEAR", 3]' | $kubectl create --raw $serve/fruit/ -f -
   bash scripts/operator.sh metrics | grep kuberay_wasm_reconciles
   tail -f .local/operator.log
   curl -s -H "Authorization: Bearer \$(bash scripts/apiserver.sh token bob)" $api/clusters
