@@ -24,6 +24,7 @@ mod raycluster_scaling;
 mod raycronjob;
 mod rayjob;
 mod rayservice;
+mod rayservice_bad_input;
 mod rayservice_real;
 mod rbac;
 mod reload;
