@@ -27,6 +27,7 @@ pub(crate) mod kubernetes;
 pub mod metrics;
 mod operator;
 pub(crate) mod plugin_host;
+pub(crate) mod plugin_watch;
 pub mod policy;
 pub(crate) mod raybridge;
 pub mod sandbox;

@@ -56,7 +56,8 @@ struct OperatorArgs {
     /// Linear-memory limit of one plugin call, in MiB.
     #[arg(long, default_value_t = 128)]
     plugin_memory_mib: usize,
-    /// How often the plugin directory is checked for new, changed or removed plugins; 0 disables reloads.
+    /// The plugin directory is rescanned for new, changed or removed plugins when the filesystem reports a
+    /// change and at least this often (for filesystems without notifications); 0 disables reloads.
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     plugin_reload_interval: Duration,
     /// Where compiled plugins are kept across restarts (must be private to the operator).

@@ -21,6 +21,7 @@ use crate::{
     controller::{self, Failures, Permits, Shared},
     kubernetes::{KubeBridge, WatchScope},
     metrics::Metrics,
+    plugin_watch::DirWatch,
     policy::Policy,
     raybridge::RayBridge,
     sandbox::{CallBudget, CallLimits, Sandbox, SandboxConfig},
@@ -42,7 +43,7 @@ pub struct OperatorConfig {
     pub plugin_memory_bytes: usize,
     /// Host calls, writes, events and list sizes one plugin call may use.
     pub plugin_budget: CallBudget,
-    /// How often the plugin directory is rescanned; `None` loads it once.
+    /// The plugin directory is rescanned when it changes and at least this often; `None` loads it once.
     pub reload_interval: Option<Duration>,
     /// Where compiled plugins are cached; `None` compiles every time.
     pub cache_dir: Option<PathBuf>,
@@ -288,6 +289,10 @@ pub async fn run_with_metrics(
             }
         });
     };
+    // Watching starts before the first scan, so a plugin that lands in between is not missed.
+    let mut watch = config
+        .reload_interval
+        .map(|interval| (interval, DirWatch::new(&config.plugins_dir)));
     match sandbox.scan(&config.plugins_dir).await {
         Ok(report) => {
             if report.loaded.is_empty() {
@@ -313,11 +318,11 @@ pub async fn run_with_metrics(
     }
 
     let reload = async {
-        let Some(interval) = config.reload_interval else {
+        let Some((interval, watch)) = watch.as_mut() else {
             return std::future::pending().await;
         };
         loop {
-            tokio::time::sleep(interval).await;
+            watch.changed(*interval).await;
             match sandbox.scan(&config.plugins_dir).await {
                 Ok(report) => {
                     for kind in report.new_kinds {

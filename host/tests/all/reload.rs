@@ -1,6 +1,7 @@
 //! Plugins are swapped while the operator runs: a new plugin starts reconciling its kind, a broken update
 //! leaves the running version in place, a removed plugin makes its objects reported as unreconciled, and
-//! putting it back recovers them.
+//! putting it back recovers them. A plugin is picked up when the directory reports the change, not at the
+//! next poll.
 
 use std::time::Duration;
 
@@ -93,5 +94,28 @@ async fn plugins_are_added_replaced_and_removed_while_the_operator_runs() {
         (object["status"]["observed"] == "ok" && reconciled_reason(&object).is_none()).then_some(())
     })
     .await;
+    operator.stop().await;
+}
+
+#[tokio::test]
+async fn a_plugin_that_lands_is_loaded_on_the_filesystem_notification_not_the_poll() {
+    let env = env().await;
+    let client = env.client().await.unwrap();
+    crate::containment::install_chaos_crd_for_tests(&client).await;
+    let ns = namespace(env, "reload-notify").await;
+    // The poll would not come for an hour: only the directory's notification can load the plugin.
+    let operator = start_operator(
+        env,
+        &ns,
+        OperatorOptions {
+            reload: Some(Duration::from_secs(3600)),
+            ..OperatorOptions::default()
+        },
+    )
+    .await;
+    let api = chaos_api(&client, ns.name());
+    create_ok(&api, "notified").await;
+    install_plugin(&operator.plugins_dir, kuberay_plugin_artifacts::CHAOS);
+    observed(&api, "notified").await;
     operator.stop().await;
 }
