@@ -22,6 +22,7 @@ mod raycluster_scaling;
 mod raycronjob;
 mod rayjob;
 mod rayservice;
+mod rayservice_cases;
 mod rbac;
 mod reload;
 mod serve_sample;
