@@ -25,6 +25,7 @@ mod raycronjob;
 mod rayjob;
 mod rayservice;
 mod rayservice_bad_input;
+mod rayservice_cases;
 mod rayservice_real;
 mod rbac;
 mod reload;

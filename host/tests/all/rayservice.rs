@@ -15,13 +15,13 @@ use crate::support::{
     status_of,
 };
 
-const WAIT: Duration = Duration::from_secs(150);
+pub(crate) const WAIT: Duration = Duration::from_secs(150);
 
-fn rayservices(client: &Client, ns: &TestNamespace) -> Api<DynamicObject> {
+pub(crate) fn rayservices(client: &Client, ns: &TestNamespace) -> Api<DynamicObject> {
     ray_api(client, ns, "RayService", "rayservices")
 }
 
-fn options() -> OperatorOptions {
+pub(crate) fn options() -> OperatorOptions {
     OperatorOptions {
         plugins: vec![
             kuberay_plugin_artifacts::RAYCLUSTER,
@@ -31,7 +31,7 @@ fn options() -> OperatorOptions {
     }
 }
 
-async fn setup(env: &TestEnv, prefix: &str) -> (Client, TestNamespace, crate::support::Operator) {
+pub(crate) async fn setup(env: &TestEnv, prefix: &str) -> (Client, TestNamespace, crate::support::Operator) {
     let client = env.client().await.unwrap();
     let ns = namespace(env, prefix).await;
     let operator = start_operator(env, &ns, options()).await;
@@ -39,27 +39,27 @@ async fn setup(env: &TestEnv, prefix: &str) -> (Client, TestNamespace, crate::su
 }
 
 /// KubeRay's sample as a JSON object, with the deletion delay a test can wait for.
-fn sample_service() -> Value {
+pub(crate) fn sample_service() -> Value {
     let text = std::fs::read_to_string(sample("ray-service.sample.yaml")).unwrap();
     let mut service: Value = serde_yaml::from_str(&text).unwrap();
     service["spec"]["rayClusterDeletionDelaySeconds"] = json!(3);
     service
 }
 
-fn condition<'a>(status: &'a Value, type_: &str) -> Option<&'a Value> {
+pub(crate) fn condition<'a>(status: &'a Value, type_: &str) -> Option<&'a Value> {
     status["conditions"]
         .as_array()?
         .iter()
         .find(|c| c["type"] == type_)
 }
 
-fn is_true(status: &Value, type_: &str) -> bool {
+pub(crate) fn is_true(status: &Value, type_: &str) -> bool {
     condition(status, type_).is_some_and(|c| c["status"] == "True")
 }
 
 /// Waits until the RayService is Ready with every application RUNNING on its active cluster and no pending
 /// cluster; returns its status.
-async fn ready(api: &Api<DynamicObject>, name: &str) -> Value {
+pub(crate) async fn ready(api: &Api<DynamicObject>, name: &str) -> Value {
     eventually(&format!("RayService {name} to be ready"), WAIT, || async {
         let status = status_of(api, name).await?;
         let apps = status
@@ -72,21 +72,21 @@ async fn ready(api: &Api<DynamicObject>, name: &str) -> Value {
     .await
 }
 
-fn active_cluster(status: &Value) -> String {
+pub(crate) fn active_cluster(status: &Value) -> String {
     status["activeServiceStatus"]["rayClusterName"]
         .as_str()
         .unwrap()
         .to_string()
 }
 
-async fn selector_cluster(client: &Client, ns: &TestNamespace, service: &str) -> Option<String> {
+pub(crate) async fn selector_cluster(client: &Client, ns: &TestNamespace, service: &str) -> Option<String> {
     let api: Api<Service> = Api::namespaced(client.clone(), ns.name());
     let service = api.get(service).await.ok()?;
     service.spec?.selector?.get("ray.io/cluster").cloned()
 }
 
 /// The applications the cluster's head runs, asked through the API server.
-async fn head_applications(client: &Client, ns: &TestNamespace, cluster: &str) -> Value {
+pub(crate) async fn head_applications(client: &Client, ns: &TestNamespace, cluster: &str) -> Value {
     let head = ProxyHttp::service(
         client.clone(),
         ns.name(),

@@ -149,6 +149,11 @@ impl FakeHead {
                 get(serve::details).put(serve::deploy).delete(serve::shutdown),
             )
             .route("/testenv/submissions", get(jobs::submissions))
+            .route("/testenv/serve", get(serve::testenv_state))
+            .route(
+                "/testenv/serve-proxy-health",
+                axum::routing::put(serve::set_proxy_health),
+            )
             .layer(middleware::from_fn_with_state(self.clone(), freeze_gate))
             .with_state(self.clone())
     }

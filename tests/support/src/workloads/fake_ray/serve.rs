@@ -1,8 +1,9 @@
 //! The Serve REST API (`/api/serve/applications/`) and the Serve HTTP proxy (`/-/healthz`, `/-/routes`).
 //!
 //! Like a real head, the proxy port answers nothing until a config has been deployed. Applications report
-//! DEPLOYING for half a second after a PUT and then RUNNING, or DEPLOY_FAILED if their `import_path`
-//! contains `fail` (a test's way to script a broken app).
+//! DEPLOYING for half a second after a PUT (five seconds if any `import_path` contains `slow`, a test's way
+//! to hold a deploy open) and then RUNNING, or DEPLOY_FAILED if their `import_path` contains `fail` (a
+//! test's way to script a broken app).
 
 use std::time::Duration;
 
@@ -17,12 +18,26 @@ use serde_json::{Map, Value, json};
 use super::{FakeHead, jobs::now_ms, text};
 
 const DEPLOYING_FOR: Duration = Duration::from_millis(500);
+const SLOW_DEPLOYING_FOR: Duration = Duration::from_secs(5);
 
-/// The last config deployed, and when.
-#[derive(Default)]
+/// The last config deployed, and when; how many deploys the head took; whether the Serve proxy answers
+/// its health check (a test switches it with `PUT /testenv/serve-proxy-health`).
 pub struct ServeState {
     pub config: Option<Value>,
     pub deployed_ms: u64,
+    pub deploys: u64,
+    pub proxy_healthy: bool,
+}
+
+impl Default for ServeState {
+    fn default() -> Self {
+        Self {
+            config: None,
+            deployed_ms: 0,
+            deploys: 0,
+            proxy_healthy: true,
+        }
+    }
 }
 
 pub async fn details(
@@ -47,14 +62,20 @@ pub async fn details(
         )
         .into_response();
     };
-    let deployed = now_ms().saturating_sub(serve.deployed_ms) >= DEPLOYING_FOR.as_millis() as u64;
-    let mut applications = Map::new();
-    for app in config
+    let apps = config
         .get("applications")
         .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let slow = apps.iter().any(|a| {
+        a.get("import_path")
+            .and_then(Value::as_str)
+            .is_some_and(|p| p.contains("slow"))
+    });
+    let deploying_for = if slow { SLOW_DEPLOYING_FOR } else { DEPLOYING_FOR };
+    let deployed = now_ms().saturating_sub(serve.deployed_ms) >= deploying_for.as_millis() as u64;
+    let mut applications = Map::new();
+    for app in apps {
         let name = app.get("name").and_then(Value::as_str).unwrap_or("default");
         let import_path = app.get("import_path").and_then(Value::as_str).unwrap_or_default();
         let failed = import_path.contains("fail");
@@ -153,6 +174,7 @@ pub async fn deploy(State(head): State<FakeHead>, body: axum::body::Bytes) -> Re
         let mut serve = head.lock_serve();
         serve.config = Some(config);
         serve.deployed_ms = now_ms();
+        serve.deploys += 1;
     }
     head.start_serve_proxy().await;
     StatusCode::OK.into_response()
@@ -163,8 +185,37 @@ pub async fn shutdown(State(head): State<FakeHead>) -> Response {
     StatusCode::OK.into_response()
 }
 
-pub async fn proxy_healthz() -> Response {
-    text(StatusCode::OK, "success")
+/// `/-/healthz`: 200 `success`, or 503 while a test has made the proxy unhealthy (Ray answers 503 while the
+/// proxy is draining or its controller is unreachable).
+pub async fn proxy_healthz(State(head): State<FakeHead>) -> Response {
+    if head.lock_serve().proxy_healthy {
+        text(StatusCode::OK, "success")
+    } else {
+        text(StatusCode::SERVICE_UNAVAILABLE, "This node is being drained.")
+    }
+}
+
+/// `GET /testenv/serve`: how many configs the head took and whether its proxy is healthy.
+pub async fn testenv_state(State(head): State<FakeHead>) -> Response {
+    let serve = head.lock_serve();
+    Json(json!({"deploys": serve.deploys, "proxyHealthy": serve.proxy_healthy})).into_response()
+}
+
+/// `PUT /testenv/serve-proxy-health` with body `healthy` or `unhealthy` (bare or as a JSON string): what
+/// `/-/healthz` answers from now.
+pub async fn set_proxy_health(State(head): State<FakeHead>, body: String) -> Response {
+    let healthy = match body.trim().trim_matches('"') {
+        "healthy" => true,
+        "unhealthy" => false,
+        other => {
+            return text(
+                StatusCode::BAD_REQUEST,
+                format!("expected `healthy` or `unhealthy`, got {other:?}"),
+            );
+        }
+    };
+    head.lock_serve().proxy_healthy = healthy;
+    StatusCode::OK.into_response()
 }
 
 pub async fn proxy_routes(State(head): State<FakeHead>) -> Response {
