@@ -23,6 +23,7 @@ mod raycluster_scaling;
 mod raycronjob;
 mod rayjob;
 mod rayservice;
+mod rayservice_incremental;
 mod rayservice_real;
 mod rbac;
 mod reload;
