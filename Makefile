@@ -24,8 +24,8 @@ help:
 
 ## Prerequisites ------------------------------------------------------------------------------------------
 
-.PHONY: tools control-plane ray apitools grpcurl kuberay-hash wasm-target
-tools: control-plane ray apitools grpcurl kuberay-hash wasm-target
+.PHONY: tools control-plane ray apitools grpcurl kuberay-hash gateway-api wasm-target
+tools: control-plane ray apitools grpcurl kuberay-hash gateway-api wasm-target
 
 # kube-apiserver, kube-controller-manager, kubectl and etcd from tests/cluster/go.mod, into .local/bin.
 control-plane:
@@ -47,6 +47,12 @@ grpcurl:
 # (tests/kuberay-hash/go.mod); kuberay-rules' tests compare its hashes with ours.
 kuberay-hash:
 	@bash tests/kuberay-hash/build.sh
+
+# .local/gateway-api-crds: the Gateway API CRDs (GatewayClass, Gateway, HTTPRoute) from the Go module
+# sigs.k8s.io/gateway-api pinned in tests/gateway-api/fetch.sh; the test environment installs them with the
+# ray.io CRDs (RayService's NewClusterWithIncrementalUpgrade).
+gateway-api:
+	@bash tests/gateway-api/fetch.sh
 
 wasm-target:
 	@rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
@@ -71,7 +77,7 @@ hash-table: kuberay-hash
 testenv:
 	@$(CARGO) build --quiet -p kuberay-testenv --bin kuberay-testenv
 
-cluster: control-plane ray testenv
+cluster: control-plane ray gateway-api testenv
 	@$(TESTENV) up
 
 cluster-down: testenv

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use kube::runtime::{Controller, controller};
-use kuberay_plugin_sdk::Kind;
+use kuberay_plugin_sdk::{HostError, Kind};
 
 pub(crate) use self::{backoff::Failures, permits::Permits};
 use crate::{
@@ -151,15 +151,21 @@ pub(crate) async fn run(
 /// object's namespace, so a cluster-scoped owned kind (Nodes, ClusterRoles) is never watched: watching it
 /// would make the operator list the whole cluster's objects of that kind for nothing.
 async fn namespaced_owned_kind(shared: &Shared, kind: &Kind, child: &Kind) -> Result<bool, ControllerError> {
-    let resolved = shared
-        .bridge
-        .discovery
-        .resolve(child)
-        .await
-        .map_err(|e| ControllerError::Resolve {
-            kind: child.clone(),
-            message: e.to_string(),
-        })?;
+    let resolved = match shared.bridge.discovery.resolve(child).await {
+        Ok(resolved) => resolved,
+        // An owned kind of an optional API (the Gateway API's, for RayService's incremental upgrades) that
+        // the API server does not serve: not watched; the plugin finds out when it asks for one.
+        Err(HostError::NotFound(message)) => {
+            tracing::warn!(%kind, owned = %child, %message, "not watching an owned kind the API server does not serve");
+            return Ok(false);
+        }
+        Err(e) => {
+            return Err(ControllerError::Resolve {
+                kind: child.clone(),
+                message: e.to_string(),
+            });
+        }
+    };
     if !resolved.namespaced {
         tracing::warn!(%kind, owned = %child, "not watching a cluster-scoped owned kind; plugins own only namespaced objects");
     }

@@ -26,6 +26,7 @@ mod rayjob;
 mod rayservice;
 mod rayservice_bad_input;
 mod rayservice_cases;
+mod rayservice_incremental;
 mod rayservice_real;
 mod rbac;
 mod reload;

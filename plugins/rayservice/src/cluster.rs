@@ -22,7 +22,7 @@ use kuberay_crds::constants::conditions as types;
 use kuberay_plugin_sdk::Host;
 
 /// The cluster spec that is hashed: `suspend` is passed to a cluster only when it is created.
-fn spec_for_hashing(service: &RayService) -> RayClusterSpec {
+pub fn spec_for_hashing(service: &RayService) -> RayClusterSpec {
     let mut spec = service.spec.ray_cluster_config.clone();
     spec.suspend = None;
     spec
@@ -64,12 +64,30 @@ pub fn goal(service: &RayService, name: &str) -> RayCluster {
             annotations: Some(cluster_annotations),
             ..ObjectMeta::default()
         },
-        spec: service.spec.ray_cluster_config.clone(),
+        spec: cluster_spec(service),
         status: None,
     }
 }
 
-fn annotation<'a>(cluster: &'a RayCluster, key: &str) -> Option<&'a str> {
+/// The new cluster of an incremental upgrade starts without worker replicas, so that the autoscaler sizes
+/// it from `minReplicas` as its Serve `target_capacity` grows.
+fn cluster_spec(service: &RayService) -> RayClusterSpec {
+    let mut spec = service.spec.ray_cluster_config.clone();
+    let has_active = service
+        .status
+        .as_ref()
+        .and_then(|s| s.active_service_status.as_ref())
+        .and_then(|s| s.ray_cluster_name.as_deref())
+        .is_some_and(|n| !n.is_empty());
+    if crate::incremental::enabled(service) && has_active {
+        for group in spec.worker_group_specs.iter_mut().flatten() {
+            group.replicas = None;
+        }
+    }
+    spec
+}
+
+pub fn annotation<'a>(cluster: &'a RayCluster, key: &str) -> Option<&'a str> {
     cluster
         .metadata
         .annotations
@@ -128,7 +146,8 @@ pub fn should_update(
     hash_equal(service, cluster, true)
 }
 
-/// Whether a change of the cluster spec is rolled out on a new cluster (`NewCluster`, the default).
+/// Whether a change of the cluster spec is rolled out on a new cluster (`NewCluster`, the default, or
+/// `NewClusterWithIncrementalUpgrade`).
 pub fn zero_downtime(service: &RayService) -> bool {
     match service
         .spec
@@ -136,19 +155,23 @@ pub fn zero_downtime(service: &RayService) -> bool {
         .as_ref()
         .and_then(|s| s.type_.as_ref())
     {
-        Some(kind) => *kind == RayServiceUpgradeType::NewCluster,
+        Some(kind) => matches!(
+            kind,
+            RayServiceUpgradeType::NewCluster | RayServiceUpgradeType::NewClusterWithIncrementalUpgrade
+        ),
         None => true,
     }
 }
 
-/// KubeRay's `shouldPrepareNewCluster`.
+/// KubeRay's `shouldPrepareNewCluster`; never while an incremental upgrade rolls back.
 pub fn should_prepare(
     service: &RayService,
+    status: &RayServiceStatuses,
     active: Option<&RayCluster>,
     pending: Option<&RayCluster>,
     pending_serving: bool,
 ) -> bool {
-    if pending_serving {
+    if pending_serving || conditions::is_true(status, types::ROLLBACK_IN_PROGRESS) {
         return false;
     }
     let Some(cluster) = pending.or(active) else {

@@ -7,6 +7,10 @@ use std::time::Duration;
 /// KubeRay looks at every RayService every 2 seconds.
 pub const REQUEUE: Duration = Duration::from_secs(2);
 
+/// How often a RayService with `NewClusterWithIncrementalUpgrade` looks again for the Gateway API when the
+/// API server does not serve it.
+pub const GATEWAY_API_RETRY: Duration = Duration::from_secs(60);
+
 /// How long a cluster that serves no more lives on when `rayClusterDeletionDelaySeconds` is unset.
 pub const DEFAULT_DELETION_DELAY_SECONDS: i64 = 60;
 
@@ -46,6 +50,17 @@ pub mod reason {
     pub const FAILED_TO_UPDATE_SERVE_APPLICATIONS: &str = "FailedToUpdateServeApplications";
     pub const UPDATED_HEAD_POD_SERVE_LABEL: &str = "UpdatedHeadPodServeLabel";
     pub const FAILED_TO_UPDATE_HEAD_POD_SERVE_LABEL: &str = "FailedToUpdateHeadPodServeLabel";
-    /// Ours: `NewClusterWithIncrementalUpgrade` needs the Gateway API, which this plugin does not drive.
-    pub const UNSUPPORTED_UPGRADE_STRATEGY: &str = "UnsupportedUpgradeStrategy";
+    pub const CREATED_GATEWAY: &str = "CreatedGateway";
+    pub const UPDATED_GATEWAY: &str = "UpdatedGateway";
+    pub const FAILED_TO_CREATE_GATEWAY: &str = "FailedToCreateGateway";
+    pub const FAILED_TO_UPDATE_GATEWAY: &str = "FailedToUpdateGateway";
+    pub const CREATED_HTTPROUTE: &str = "CreatedHTTPRoute";
+    pub const UPDATED_HTTPROUTE: &str = "UpdatedHTTPRoute";
+    pub const FAILED_TO_CREATE_HTTPROUTE: &str = "FailedToCreateHTTPRoute";
+    pub const FAILED_TO_UPDATE_HTTPROUTE: &str = "FailedToUpdateHTTPRoute";
+    pub const UPDATED_SERVE_TARGET_CAPACITY: &str = "UpdatedServeTargetCapacity";
+    pub const FAILED_TO_UPDATE_TARGET_CAPACITY: &str = "FailedToUpdateTargetCapacity";
+    pub const ROLLBACK_IMPOSSIBLE: &str = "RollbackImpossible";
+    /// Ours: `NewClusterWithIncrementalUpgrade` on an API server that does not serve the Gateway API.
+    pub const GATEWAY_API_NOT_INSTALLED: &str = "GatewayAPINotInstalled";
 }

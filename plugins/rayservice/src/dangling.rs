@@ -7,7 +7,8 @@
 //! cluster becomes unused when the RayService's `UpgradeInProgress` condition last changed (a promotion
 //! ends an upgrade, a new pending cluster starts one), and not before the cluster was created; it is
 //! deleted `delay` seconds after the later of the two. A cluster that a Service of the RayService still
-//! selects is never deleted while the RayService lives.
+//! selects, or that the HTTPRoute of an incremental upgrade still sends traffic to, is never deleted while
+//! the RayService lives.
 
 use k8s_openapi::api::core::v1::Service;
 use kuberay_crds::{RayCluster, RayServiceStatuses, constants::conditions as types};
@@ -19,7 +20,7 @@ use crate::{
     conditions,
     consts::{DEFAULT_DELETION_DELAY_SECONDS, reason},
     context::Ctx,
-    services,
+    incremental, services,
 };
 
 /// The clusters this RayService controls.
@@ -108,6 +109,9 @@ fn selected_clusters<H: Host>(ctx: &Ctx<'_, H>) -> Result<Vec<String>, HostError
             names.push(cluster.to_string());
         }
     }
+    if incremental::enabled(&ctx.service) {
+        names.extend(incremental::routed_clusters(ctx)?);
+    }
     Ok(names)
 }
 
@@ -125,5 +129,10 @@ pub fn delete<H: Host>(ctx: &Ctx<'_, H>, cluster: &RayCluster) -> Result<(), Hos
         name: &name,
         key: &key,
     };
-    report.run(ctx.host, || ctx.host.delete_object(cluster))
+    report.run(ctx.host, || ctx.host.delete_object(cluster))?;
+    // An incremental upgrade's per-cluster serve Service goes with its cluster.
+    if incremental::enabled(&ctx.service) {
+        incremental::delete_cluster_service(ctx, &name)?;
+    }
+    Ok(())
 }

@@ -1,7 +1,8 @@
 //! The RayService reconcile plugin: KubeRay's RayService controller (v1.7 behaviour) as a WebAssembly
 //! component of kuberay-wasm. A RayService runs Ray Serve applications on a RayCluster it creates, puts
 //! stable Services in front of it, and rolls a change of the cluster spec out on a new cluster that takes
-//! the traffic only once every application runs there (`NewCluster`, blue/green).
+//! the traffic only once every application runs there (`NewCluster`, blue/green), or takes it step by step
+//! through a Gateway API HTTPRoute ([`incremental`], `NewClusterWithIncrementalUpgrade`).
 //!
 //! [`reconcile`] runs KubeRay's steps in order; each has its module: [`validation`], [`suspend`], the
 //! [`cluster`]s (goal spec, hashes, in-place updates), the head Pods' serve label ([`proxy_health`]), the
@@ -27,6 +28,7 @@ pub mod context;
 pub mod dangling;
 pub mod duration;
 pub mod endpoints;
+pub mod incremental;
 pub mod proxy_health;
 pub mod reconcile;
 pub mod serve;
@@ -54,6 +56,9 @@ impl Plugin for RayServicePlugin {
             (Kind::of::<RayCluster>(), vec![Get, List, Create, Apply, Delete]),
             // `<name>-head-svc` and the serve Service.
             (Kind::of::<Service>(), vec![Get, List, Apply, Delete]),
+            // `NewClusterWithIncrementalUpgrade`: `<name>-gateway` and `<name>-httproute`.
+            (incremental::gateway_kind(), vec![Get, Create, Apply]),
+            (incremental::route_kind(), vec![Get, Create, Apply]),
         ];
         let mut capabilities = vec![
             Capability::new(Kind::of::<RayService>(), &[ApplyStatus, Finalize, RecordEvent]),

@@ -12,9 +12,11 @@ use kuberay_rules::consts::action;
 
 use crate::{
     cluster, conditions,
-    consts::REQUEUE,
+    consts::{GATEWAY_API_RETRY, REQUEUE, reason},
     context::Ctx,
-    dangling, proxy_health, serve, services,
+    dangling, incremental, proxy_health,
+    serve::{self, ServeState},
+    services,
     status::{self, Observed, cluster_name},
     suspend,
     validation::{self, Invalid},
@@ -60,6 +62,11 @@ pub fn reconcile<H: Host>(host: &H, request: Request) -> Result<Outcome, Reconci
     if let Err(invalid) = validation::validate(&ctx.service) {
         return validation_failed(&ctx, &old, &invalid);
     }
+    if incremental::enabled(&ctx.service)
+        && let Err(message) = incremental::read_gateway(&ctx)?
+    {
+        return gateway_api_missing(&ctx, &old, &message);
+    }
     let mut new = old.clone();
     suspend::handle(&ctx, &mut new)?;
     status::write(&ctx, &old, new.clone())?;
@@ -88,9 +95,20 @@ fn run<H: Host>(
     mut new: RayServiceStatuses,
 ) -> Result<Outcome, ReconcileError> {
     let (active, pending) = clusters(ctx, &new)?;
+    let incremental = incremental::enabled(&ctx.service);
+    if incremental {
+        incremental::rollback_state(ctx, &mut new, active.as_ref(), pending.as_ref());
+    }
     for cluster in [active.as_ref(), pending.as_ref()] {
         proxy_health::reconcile(ctx, cluster)?;
     }
+    // The Gateway and HTTPRoute as the previous reconcile left them: their readiness gates the capacity steps.
+    let (gateway, route) = if incremental {
+        let gateway = incremental::read_gateway(ctx)?.map_err(transient)?;
+        (gateway, incremental::read_route(ctx)?)
+    } else {
+        (None, None)
+    };
     let mut seen = Observed {
         active: active.as_ref(),
         pending: pending.as_ref(),
@@ -101,22 +119,62 @@ fn run<H: Host>(
             .iter()
             .filter_map(|c| c.metadata.name.clone())
             .collect(),
+        route: None,
     };
     let (mut active_ready, mut pending_ready) = (false, false);
+    // Serve on one cluster; during an incremental upgrade, then its `target_capacity` step.
+    let serve_on =
+        |new: &mut RayServiceStatuses, cluster: &RayCluster| -> Result<ServeState, ReconcileError> {
+            let name = cluster.metadata.name.clone().unwrap_or_default();
+            let (allowed, target_capacity) = incremental::submit_plan(&ctx.service, new, &name);
+            let submit = serve::Submit {
+                allowed,
+                target_capacity,
+            };
+            let state = serve::reconcile(ctx, cluster, submit).map_err(transient)?;
+            if incremental && serve::head_ready(cluster) {
+                incremental::step_capacity(
+                    ctx,
+                    new,
+                    &name,
+                    state.running.as_ref(),
+                    gateway.as_ref(),
+                    route.as_ref(),
+                )
+                .map_err(transient)?;
+            }
+            Ok(state)
+        };
     if let Some(pending) = &pending {
-        let state = serve::reconcile(ctx, pending).map_err(transient)?;
+        let state = serve_on(&mut new, pending)?;
         (pending_ready, seen.pending_apps) = (state.ready, state.applications);
     }
     if let Some(active) = &active
-        && pending.is_none()
-        && !cluster::should_prepare(&ctx.service, Some(active), None, false)
+        && ((pending.is_none() && !cluster::should_prepare(&ctx.service, &new, Some(active), None, false))
+            || (pending.is_some() && incremental))
     {
-        let state = serve::reconcile(ctx, active).map_err(transient)?;
+        let state = serve_on(&mut new, active)?;
         (active_ready, seen.active_apps) = (state.ready, state.applications);
     }
-    let target = if pending_ready {
+    if incremental {
+        for cluster in [active.as_ref(), pending.as_ref()].into_iter().flatten() {
+            let intent = services::serve_service(ctx, cluster).map_err(transient)?;
+            services::reconcile(ctx, &intent)?;
+        }
+        incremental::reconcile_gateway(ctx, gateway.as_ref())?;
+        seen.route = incremental::reconcile_route(
+            ctx,
+            &new,
+            active.as_ref(),
+            pending.as_ref(),
+            pending_ready,
+            route.as_ref(),
+        )?;
+    }
+    let upgrading_incrementally = incremental::in_progress(&ctx.service, &new);
+    let target = if pending_ready && !upgrading_incrementally {
         pending.as_ref()
-    } else if active_ready {
+    } else if active_ready || pending_ready {
         active.as_ref()
     } else {
         None
@@ -207,6 +265,34 @@ pub fn cleanup<H: Host>(host: &H, request: Request) -> Result<Outcome, Reconcile
             Ok(Outcome::done())
         }
     }
+}
+
+/// `NewClusterWithIncrementalUpgrade` on an API server without the Gateway API: `Ready=False` with the
+/// reason, a Warning event, and another look later (the CRDs may be installed meanwhile). Nothing is
+/// created or deleted.
+fn gateway_api_missing<H: Host>(
+    ctx: &Ctx<'_, H>,
+    old: &RayServiceStatuses,
+    message: &str,
+) -> Result<Outcome, ReconcileError> {
+    ctx.log(LogLevel::Warn, message);
+    let mut new = old.clone();
+    conditions::set(
+        &mut new,
+        types::RAY_SERVICE_READY,
+        conditions::FALSE,
+        reasons::RAY_SERVICE_VALIDATION_FAILED,
+        message,
+        ctx.now,
+    );
+    if status::write(ctx, old, new)? {
+        ctx.event(&Event::warning(
+            reason::GATEWAY_API_NOT_INSTALLED,
+            action::VALIDATE,
+            format!("{}: {message}", ctx.key(&ctx.name)),
+        ));
+    }
+    Ok(Outcome::requeue_after(GATEWAY_API_RETRY))
 }
 
 /// KubeRay marks an invalid RayService `Ready=False/ValidationFailed` and waits for a change.

@@ -29,6 +29,28 @@ pub struct ServeState {
     /// Every application is `RUNNING` (and there is at least one).
     pub ready: bool,
     pub applications: Option<BTreeMap<String, AppStatus>>,
+    /// The Serve config the head runs (its applications as Ray reports them deployed, the rest from
+    /// `serveConfigV2`), for a later `target_capacity` change that must not change the applications.
+    pub running: Option<Value>,
+}
+
+/// How `serveConfigV2` is deployed to one cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Submit {
+    /// Whether the config may be (re)deployed; an incremental upgrade leaves the cluster being phased out
+    /// as it is.
+    pub allowed: bool,
+    /// Serve's `target_capacity` sent with the config (incremental upgrades).
+    pub target_capacity: Option<i32>,
+}
+
+impl Default for Submit {
+    fn default() -> Self {
+        Self {
+            allowed: true,
+            target_capacity: None,
+        }
+    }
 }
 
 /// Whether the cluster's `HeadPodReady` condition is true.
@@ -45,7 +67,11 @@ pub fn head_ready(cluster: &RayCluster) -> bool {
 
 /// Reconciles the Serve applications of `cluster`; an error means the head could not be asked or did not
 /// take the config.
-pub fn reconcile<H: Host>(ctx: &Ctx<'_, H>, cluster: &RayCluster) -> Result<ServeState, String> {
+pub fn reconcile<H: Host>(
+    ctx: &Ctx<'_, H>,
+    cluster: &RayCluster,
+    submit: Submit,
+) -> Result<ServeState, String> {
     if !head_ready(cluster) {
         return Ok(ServeState::default());
     }
@@ -57,20 +83,38 @@ pub fn reconcile<H: Host>(ctx: &Ctx<'_, H>, cluster: &RayCluster) -> Result<Serv
             ctx.key(&name)
         )
     })?;
-    let state = ServeState {
+    let mut state = ServeState {
         ready: details.all_running(),
         applications: Some(statuses(&details)),
+        running: None,
     };
-    let Some(config) = desired_config(ctx)? else {
+    let Some(mut config) = desired_config(ctx)? else {
         return Ok(state);
     };
-    if let Some(why) = needs_submit(&config, &details) {
-        ctx.log(
-            LogLevel::Info,
-            &format!("deploying serveConfigV2 to RayCluster {name}: {why}"),
-        );
-        deploy(ctx, &head, &name, &config)?;
+    if let (Some(target), Some(map)) = (submit.target_capacity, config.as_object_mut()) {
+        map.insert("target_capacity".into(), Value::from(target));
     }
+    match needs_submit(&config, &details) {
+        Some(why) if submit.allowed => {
+            ctx.log(
+                LogLevel::Info,
+                &format!("deploying serveConfigV2 to RayCluster {name}: {why}"),
+            );
+            deploy(ctx, &head, &name, &config)?;
+        }
+        Some(_) => {
+            let deployed: Vec<Value> = details
+                .applications
+                .values()
+                .filter_map(|a| a.deployed_app_config.clone())
+                .collect();
+            if let Some(map) = config.as_object_mut() {
+                map.insert("applications".into(), Value::Array(deployed));
+            }
+        }
+        None => {}
+    }
+    state.running = Some(config);
     Ok(state)
 }
 

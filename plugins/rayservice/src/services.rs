@@ -146,13 +146,18 @@ fn is_serving_port(name: &str) -> bool {
 
 /// The serve Service: the custom `serveService` (selector and our labels forced, serve ports merged) or
 /// `<name>-serve-svc` with the head container's serve ports.
+///
+/// With `NewClusterWithIncrementalUpgrade` every cluster has its own serve Service, `<cluster>-serve-svc`,
+/// named and labelled after the cluster (the HTTPRoute's backends), and a custom `serveService` is not used.
 pub fn serve_service<H: Host>(ctx: &Ctx<'_, H>, cluster: &RayCluster) -> Result<Service, String> {
     let cluster_name = cluster.metadata.name.clone().unwrap_or_default();
+    let incremental = crate::incremental::enabled(&ctx.service);
+    let base = if incremental { &cluster_name } else { &ctx.name };
     let selector = string_map(&[(labels::RAY_CLUSTER, &cluster_name), (labels::RAY_SERVE, "true")]);
     let ours = string_map(&[
-        (labels::RAY_ORIGINATED_FROM_CR_NAME, &ctx.name),
+        (labels::RAY_ORIGINATED_FROM_CR_NAME, base),
         (labels::RAY_ORIGINATED_FROM_CRD, crd::RAY_SERVICE),
-        (labels::RAY_SERVE, &format!("{}-serve", ctx.name)),
+        (labels::RAY_SERVE, &format!("{base}-serve")),
     ]);
     let detected: Vec<ServicePort> = head_ports(cluster)
         .into_iter()
@@ -163,7 +168,7 @@ pub fn serve_service<H: Host>(ctx: &Ctx<'_, H>, cluster: &RayCluster) -> Result<
             ..ServicePort::default()
         })
         .collect();
-    let custom = ctx.spec().serve_service.clone();
+    let custom = ctx.spec().serve_service.clone().filter(|_| !incremental);
     if detected.is_empty() && custom.is_none() {
         return Err("Please specify a port named 'serve' (or with the prefix 'serve-', e.g. 'serve-grpc') in the Ray \
                     head container; otherwise, the Kubernetes service for Ray Serve will not be created."
@@ -201,7 +206,11 @@ pub fn serve_service<H: Host>(ctx: &Ctx<'_, H>, cluster: &RayCluster) -> Result<
     }
     let meta = &mut service.metadata;
     meta.labels.get_or_insert_with(BTreeMap::new).extend(ours);
-    meta.name = Some(serve_service_name(ctx));
+    meta.name = Some(if incremental {
+        names::serve_service_name(&cluster_name)
+    } else {
+        serve_service_name(ctx)
+    });
     meta.namespace = None;
     meta.owner_references = None;
     meta.resource_version = None;

@@ -18,7 +18,7 @@ use crate::{
     conditions::{self, FALSE, TRUE, UNKNOWN},
     consts::{RECONCILE_ACTION, reason},
     context::Ctx,
-    duration, endpoints, services,
+    duration, endpoints, incremental, services,
 };
 
 /// The name of the cluster in a service status.
@@ -39,6 +39,8 @@ pub struct Observed<'a> {
     pub services: Option<(Service, Service)>,
     /// Names of the clusters the RayService has, so a new one gets another.
     pub taken: Vec<String>,
+    /// The HTTPRoute of an incremental upgrade, as written in this reconcile.
+    pub route: Option<serde_json::Value>,
 }
 
 /// Computes the status from what was observed.
@@ -59,24 +61,57 @@ pub fn calculate<H: Host>(
     pending.ray_cluster_status = seen.pending.map(|c| c.status.clone().unwrap_or_default());
     pending.application_statuses = seen.pending_apps;
 
+    let incremental = incremental::enabled(&ctx.service);
     let mut pending_serving = false;
+    let mut pending_cluster = seen.pending;
     if let Some((head, _)) = &seen.services {
         let points_to = services::selected_cluster(head).unwrap_or_default().to_string();
         let pending_name = cluster_name(&status.pending_service_status);
-        if cluster_name(&status.active_service_status) != points_to {
+        let promote = if incremental {
+            incremental::record_traffic(ctx, status, seen.route.as_ref(), seen.pending.is_some());
+            incremental::should_promote(status, seen.pending.is_some())
+        } else {
+            cluster_name(&status.active_service_status) != points_to
+        };
+        if promote {
             status.active_service_status = status.pending_service_status.take();
             status.pending_service_status = Some(RayServiceStatus::default());
         }
         pending_serving = points_to == pending_name;
     }
-    if cluster::should_prepare(&ctx.service, seen.active, seen.pending, pending_serving) {
+    if incremental::finish_rollback(ctx, status, seen.pending) {
+        pending_cluster = None;
+    }
+    if cluster::should_prepare(
+        &ctx.service,
+        status,
+        seen.active,
+        pending_cluster,
+        pending_serving,
+    ) {
         let name = cluster::new_name(ctx, &seen.taken);
         status.pending_service_status = Some(RayServiceStatus {
             ray_cluster_name: Some(name),
+            target_capacity: incremental
+                .then(|| incremental::initial_capacity(status))
+                .flatten(),
             ..RayServiceStatus::default()
         });
     }
-    status.num_serve_endpoints = Some(endpoints::count(ctx.host, &services::serve_service_name(ctx))?);
+    status.num_serve_endpoints = Some(if incremental {
+        // Both clusters serve during an incremental upgrade, each behind its own Service.
+        let active = seen.active.and_then(|c| c.metadata.name.as_deref()).map_or_else(
+            || services::serve_service_name(ctx),
+            incremental::cluster_serve_service,
+        );
+        let mut count = endpoints::count(ctx.host, &active)?;
+        if let Some(name) = pending_cluster.and_then(|c| c.metadata.name.as_deref()) {
+            count += endpoints::count(ctx.host, &incremental::cluster_serve_service(name))?;
+        }
+        count
+    } else {
+        endpoints::count(ctx.host, &services::serve_service_name(ctx))?
+    });
     conditions_of(ctx, status);
     status.service_status = Some(if conditions::is_true(status, types::RAY_SERVICE_READY) {
         ServiceStatus::Running

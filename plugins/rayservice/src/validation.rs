@@ -1,6 +1,6 @@
 //! KubeRay's RayService validation (`ValidateRayServiceMetadata`, `ValidateRayServiceSpec`): an invalid
 //! RayService gets `Ready=False/ValidationFailed` and a Warning event, and nothing else happens until it
-//! changes. `NewClusterWithIncrementalUpgrade` passes KubeRay's checks and is then reported as unsupported.
+//! changes.
 
 use kuberay_crds::{RayService, RayServiceUpgradeType, constants::annotations};
 use kuberay_rules::names::is_dns1035_label;
@@ -26,21 +26,7 @@ pub fn validate(service: &RayService) -> Result<(), Invalid> {
         reason: reason::INVALID_RAYSERVICE_SPEC,
         message: format!("The RayService spec is invalid: {m}"),
     })?;
-    if is_incremental(service) {
-        return Err(Invalid {
-            reason: reason::UNSUPPORTED_UPGRADE_STRATEGY,
-            message:
-                "Spec.UpgradeStrategy.Type NewClusterWithIncrementalUpgrade is not supported by kuberay-wasm \
-                      (it needs the Gateway API); use NewCluster or None"
-                    .into(),
-        });
-    }
     Ok(())
-}
-
-/// Whether the upgrade strategy is `NewClusterWithIncrementalUpgrade`.
-pub fn is_incremental(service: &RayService) -> bool {
-    upgrade_type(service) == Some(&RayServiceUpgradeType::NewClusterWithIncrementalUpgrade)
 }
 
 fn upgrade_type(service: &RayService) -> Option<&RayServiceUpgradeType> {
@@ -112,7 +98,7 @@ fn spec(service: &RayService) -> Result<(), String> {
             "Spec.RayClusterDeletionDelaySeconds should be a non-negative integer, got {delay}"
         ));
     }
-    if is_incremental(service) {
+    if crate::incremental::enabled(service) {
         upgrade_options(service)?;
     }
     Ok(())

@@ -163,13 +163,14 @@ fn invalid_rayservices_fail_validation_with_kuberays_reasons() {
             {
                 let mut o = rayservice(
                     json!({"upgradeStrategy": {"type": "NewClusterWithIncrementalUpgrade",
-                    "clusterUpgradeOptions": {"stepSizePercent": 10, "intervalSeconds": 5, "gatewayClassName": "g"}}}),
+                    "clusterUpgradeOptions": {"maxSurgePercent": 5, "stepSizePercent": 10, "intervalSeconds": 5,
+                                              "gatewayClassName": "g"}}}),
                 );
                 o["spec"]["rayClusterConfig"]["enableInTreeAutoscaling"] = json!(true);
                 o
             },
-            "UnsupportedUpgradeStrategy",
-            "not supported",
+            "InvalidRayServiceSpec",
+            "less than or equal to maxSurgePercent",
         ),
     ] {
         let (host, _) = host(object);

@@ -44,6 +44,7 @@ pub struct FakeHost {
     now: Cell<SystemTime>,
     finalizer: Option<String>,
     grandchild_labels: BTreeSet<String>,
+    unserved: RefCell<BTreeSet<Kind>>,
 }
 
 impl FakeHost {
@@ -75,6 +76,7 @@ impl FakeHost {
             now: Cell::new(SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_800_000_000)),
             finalizer: None,
             grandchild_labels: BTreeSet::new(),
+            unserved: RefCell::default(),
         }
     }
 
@@ -100,6 +102,22 @@ impl FakeHost {
     pub fn with_grandchild_labels(mut self, keys: &[&str]) -> Self {
         self.grandchild_labels = keys.iter().map(|k| (*k).to_string()).collect();
         self
+    }
+
+    /// Makes the fake API server not serve `kind` (its CRD is not installed): every call about it fails
+    /// with `NotFound`, as the real host's discovery does.
+    pub fn unserve(&self, kind: Kind) {
+        self.unserved.borrow_mut().insert(kind);
+    }
+
+    fn served(&self, kind: &Kind) -> Result<(), HostError> {
+        if self.unserved.borrow().contains(kind) {
+            Err(HostError::NotFound(format!(
+                "the server could not find the requested resource ({kind:?})"
+            )))
+        } else {
+            Ok(())
+        }
     }
 
     /// Puts an object in the fake cluster as the plugin would have created it: controlled by the reconciled
@@ -304,6 +322,7 @@ impl FakeHost {
 
 impl Host for FakeHost {
     fn get(&self, kind: &Kind, name: &str) -> Result<Option<Value>, HostError> {
+        self.served(kind)?;
         if *kind == self.primary_kind
             && self
                 .primary
@@ -322,6 +341,7 @@ impl Host for FakeHost {
     }
 
     fn list(&self, kind: &Kind, label_selector: &str) -> Result<Vec<Value>, HostError> {
+        self.served(kind)?;
         let selector = Selector::parse(label_selector).map_err(|e| HostError::Invalid(e.to_string()))?;
         Ok(self
             .objects(kind)
@@ -332,6 +352,7 @@ impl Host for FakeHost {
 
     fn create(&self, object: &Value) -> Result<Value, HostError> {
         let (kind, mut object) = self.adopt(object)?;
+        self.served(&kind)?;
         let name = match object.pointer("/metadata/name").and_then(Value::as_str) {
             Some(name) => name.to_string(),
             None => {
@@ -360,6 +381,9 @@ impl Host for FakeHost {
     }
 
     fn apply(&self, object: &Value) -> Result<Value, HostError> {
+        if let Some(kind) = Kind::of_object(object) {
+            self.served(&kind)?;
+        }
         if let Some(applied) = self.apply_to_grandchild(object)? {
             return Ok(applied);
         }

@@ -165,9 +165,29 @@ impl TestEnv {
         Ok(command)
     }
 
-    /// Installs (server-side applies) every CRD in `crds/` and waits until they are established.
+    /// Installs (server-side applies) every CRD in `crds/`, and the Gateway API CRDs when
+    /// `tests/gateway-api/fetch.sh` has copied them, and waits until they are established.
     pub async fn install_crds(&self) -> Result<()> {
-        crds::install(&self.client().await?, &self.layout.crds_dir()).await
+        let client = self.client().await?;
+        crds::install(&client, &self.layout.crds_dir()).await?;
+        let gateway = self.layout.gateway_api_crds_dir();
+        if gateway.is_dir() {
+            crds::install(&client, &gateway).await?;
+        }
+        Ok(())
+    }
+
+    /// Installs the Gateway API CRDs; an error when `tests/gateway-api/fetch.sh` (`make tools`) has not
+    /// copied them.
+    pub async fn install_gateway_api_crds(&self) -> Result<()> {
+        let dir = self.layout.gateway_api_crds_dir();
+        if !dir.is_dir() {
+            return Err(Error::Other(format!(
+                "the Gateway API CRDs are not in {}; run `make gateway-api` (or `make tools`)",
+                dir.display()
+            )));
+        }
+        crds::install(&self.client().await?, &dir).await
     }
 
     /// A fresh namespace for one test, named `<prefix>-<random>`.

@@ -67,4 +67,10 @@ impl Layout {
     pub fn crds_dir(&self) -> PathBuf {
         self.root.join("crds")
     }
+
+    /// The Gateway API CRDs (GatewayClass, Gateway, HTTPRoute) that `tests/gateway-api/fetch.sh` copies from
+    /// the pinned `sigs.k8s.io/gateway-api` Go module (`make tools`, `make cluster`).
+    pub fn gateway_api_crds_dir(&self) -> PathBuf {
+        self.local_dir().join("gateway-api-crds")
+    }
 }

@@ -76,3 +76,42 @@ async fn crds_install_with_server_side_apply_and_validate_objects() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn gateway_api_crds_install_and_serve_gateways_and_httproutes() {
+    let env = env().await;
+    env.install_gateway_api_crds().await.unwrap();
+    let ns = env.namespace("gateway-crds").await.unwrap();
+    let client = env.client().await.unwrap();
+    let api = |kind: &str, plural: &str| -> Api<DynamicObject> {
+        let gvk = GroupVersionKind::gvk("gateway.networking.k8s.io", "v1", kind);
+        Api::namespaced_with(
+            client.clone(),
+            ns.name(),
+            &ApiResource::from_gvk_with_plural(&gvk, plural),
+        )
+    };
+    let gateway: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+        "metadata": {"name": "g"},
+        "spec": {"gatewayClassName": "example", "listeners": [{"name": "http", "protocol": "HTTP", "port": 80}]},
+    }))
+    .unwrap();
+    api("Gateway", "gateways")
+        .create(&PostParams::default(), &gateway)
+        .await
+        .unwrap();
+    let route: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+        "metadata": {"name": "r"},
+        "spec": {"parentRefs": [{"name": "g"}], "rules": [{"backendRefs": [
+            {"name": "a-serve-svc", "port": 8000, "weight": 70},
+            {"name": "b-serve-svc", "port": 8000, "weight": 30}]}]},
+    }))
+    .unwrap();
+    let created = api("HTTPRoute", "httproutes")
+        .create(&PostParams::default(), &route)
+        .await
+        .unwrap();
+    assert_eq!(created.data["spec"]["rules"][0]["backendRefs"][1]["weight"], 30);
+}
