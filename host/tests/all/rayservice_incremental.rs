@@ -196,5 +196,21 @@ async fn the_route_weights_step_to_the_new_cluster_and_the_old_cluster_is_delete
     })
     .await;
     controller.abort();
+
+    // Another strategy: the Gateway and the HTTPRoute go; the service keeps running on its cluster.
+    service["spec"]["upgradeStrategy"] = json!({"type": "NewCluster"});
+    apply(&api, &service).await;
+    eventually("the Gateway and HTTPRoute to be deleted", WAIT, || async {
+        let gateway = gateways.get_opt(&format!("{NAME}-gateway")).await.ok()?;
+        let route = routes.get_opt(&format!("{NAME}-httproute")).await.ok()?;
+        (gateway.is_none() && route.is_none()).then_some(())
+    })
+    .await;
+    let status = status_of(&api, NAME).await.unwrap();
+    assert_eq!(
+        status["activeServiceStatus"]["rayClusterName"],
+        second.as_str(),
+        "{status}"
+    );
     operator.stop().await;
 }

@@ -17,7 +17,7 @@ use kuberay_crds::{
     constants::{annotations, conditions as types},
     reasons,
 };
-use kuberay_plugin_sdk::{Event, Host, HostError, Kind, LogLevel, TypedHost};
+use kuberay_plugin_sdk::{Event, Host, HostError, Kind, LogLevel, TypedHost, ownership};
 use kuberay_rules::{
     consts::{self as rules, action},
     hash,
@@ -129,6 +129,39 @@ pub fn read_gateway<H: Host>(ctx: &Ctx<'_, H>) -> Result<Result<Option<Value>, S
 
 pub fn read_route<H: Host>(ctx: &Ctx<'_, H>) -> Result<Option<Value>, HostError> {
     ctx.host.get(&route_kind(), &route_name(&ctx.name))
+}
+
+/// Deletes the Gateway and HTTPRoute this RayService made for incremental upgrades once its strategy is
+/// another: nothing routes through them any more. Where the Gateway API is not served there is nothing to
+/// delete; objects of those names that another controller made are left alone.
+pub fn remove_gateway<H: Host>(ctx: &Ctx<'_, H>) -> Result<(), HostError> {
+    let Some(uid) = ctx.service.metadata.uid.as_deref() else {
+        return Ok(());
+    };
+    let owned = [
+        (route_kind(), route_name(&ctx.name)),
+        (gateway_kind(), gateway_name(&ctx.name)),
+    ];
+    for (kind, name) in owned {
+        let object = match ctx.host.get(&kind, &name) {
+            Ok(Some(object)) => object,
+            Ok(None) | Err(HostError::NotFound(_)) => continue,
+            Err(e) => return Err(e),
+        };
+        if !ownership::controlled_by(&object, uid) {
+            continue;
+        }
+        let object_uid = object.pointer("/metadata/uid").and_then(Value::as_str);
+        ctx.host.delete(&kind, &name, object_uid)?;
+        ctx.log(
+            LogLevel::Info,
+            &format!(
+                "deleted {} {name}: the upgrade strategy is no longer NewClusterWithIncrementalUpgrade",
+                kind.kind
+            ),
+        );
+    }
+    Ok(())
 }
 
 /// KubeRay's `reconcileRollbackState`: during an upgrade, a goal spec equal to the active cluster's (the

@@ -56,9 +56,10 @@ impl Plugin for RayServicePlugin {
             (Kind::of::<RayCluster>(), vec![Get, List, Create, Apply, Delete]),
             // `<name>-head-svc` and the serve Service.
             (Kind::of::<Service>(), vec![Get, List, Apply, Delete]),
-            // `NewClusterWithIncrementalUpgrade`: `<name>-gateway` and `<name>-httproute`.
-            (incremental::gateway_kind(), vec![Get, Create, Apply]),
-            (incremental::route_kind(), vec![Get, Create, Apply]),
+            // `NewClusterWithIncrementalUpgrade`: `<name>-gateway` and `<name>-httproute` (deleted when the
+            // strategy changes to another).
+            (incremental::gateway_kind(), vec![Get, Create, Apply, Delete]),
+            (incremental::route_kind(), vec![Get, Create, Apply, Delete]),
         ];
         let mut capabilities = vec![
             Capability::new(Kind::of::<RayService>(), &[ApplyStatus, Finalize, RecordEvent]),

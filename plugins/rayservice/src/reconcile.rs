@@ -98,6 +98,8 @@ fn run<H: Host>(
     let incremental = incremental::enabled(&ctx.service);
     if incremental {
         incremental::rollback_state(ctx, &mut new, active.as_ref(), pending.as_ref());
+    } else {
+        incremental::remove_gateway(ctx)?;
     }
     for cluster in [active.as_ref(), pending.as_ref()] {
         proxy_health::reconcile(ctx, cluster)?;

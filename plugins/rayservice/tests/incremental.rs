@@ -332,3 +332,38 @@ fn without_the_gateway_api_the_rayservice_says_so_and_creates_nothing() {
     reconcile(&host);
     assert_eq!(host.events().len(), 1);
 }
+
+#[test]
+fn switching_to_another_strategy_deletes_the_gateway_and_the_route() {
+    let (host, _) = host(incremental_service());
+    bring_up_incremental(&host);
+    gateway_controller_ready(&host);
+    assert!(object(&host, &gateway_kind(), "svc-gateway").is_some());
+    assert!(object(&host, &route_kind(), "svc-httproute").is_some());
+    edit_spec(&host, |spec| {
+        spec["upgradeStrategy"] = json!({"type": "NewCluster"})
+    });
+    host.clear_writes();
+    reconcile(&host);
+    let writes = host.writes();
+    assert!(
+        writes.contains(&Write::Delete(route_kind(), "svc-httproute".into())),
+        "{writes:?}"
+    );
+    assert!(
+        writes.contains(&Write::Delete(gateway_kind(), "svc-gateway".into())),
+        "{writes:?}"
+    );
+    assert!(object(&host, &gateway_kind(), "svc-gateway").is_none());
+    // Once gone, nothing more to do.
+    host.clear_writes();
+    reconcile(&host);
+    assert!(
+        !host
+            .writes()
+            .iter()
+            .any(|w| matches!(w, Write::Delete(k, _) if *k == gateway_kind() || *k == route_kind())),
+        "{:?}",
+        host.writes()
+    );
+}
