@@ -137,7 +137,9 @@ import json, sys
 s = json.load(sys.stdin).get("status", {})
 ready = next((c["status"] for c in s.get("conditions", []) if c["type"] == "Ready"), "-")
 apps = s.get("activeServiceStatus", {}).get("applicationStatuses", {})
-print(ready, s.get("activeServiceStatus", {}).get("rayClusterName", "-"),
+active = s.get("activeServiceStatus", {}).get("rayClusterName")
+pending = s.get("pendingServiceStatus", {}).get("rayClusterName")
+print(ready, active or (pending and pending + "(pending)") or "-",
       ",".join("{}={}".format(n, a.get("status")) for n, a in sorted(apps.items())) or "-")' || echo "- - -")
   read -r ready active apps <<<"$status"
   printf '  %3ss  Ready=%-5s cluster=%s applications=%s\n' "$((i * 2))" "$ready" "$active" "$apps"
@@ -163,8 +165,9 @@ done
 
 echo
 echo "the operator's Ray requests by route (kuberay_wasm_ray_requests_total): the Serve and Jobs APIs through"
-echo "the head Service's proxy, the Serve proxy's health through the head Pod's; an http-error is Ray's 404 for"
-echo "a job not submitted yet, which the RayJob plugin asks about before it submits:"
+echo "the head Service's proxy, the Serve proxy's health through the head Pod's. An http-error is Ray's 404 for"
+echo "a job not submitted yet, which the RayJob plugin asks about before it submits; a proxy-pod unavailable or"
+echo "http-error is a health probe of the head's Serve proxy before Serve ran there:"
 bash scripts/operator.sh metrics | { grep '^kuberay_wasm_ray_requests_total' || echo "(none since it started)"; } | sed 's/^/  /'
 
 echo
