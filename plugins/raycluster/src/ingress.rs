@@ -17,7 +17,6 @@ use kuberay_rules::names;
 use crate::{
     cluster::Identity,
     consts::{APPLICATION_NAME, COMPONENT_NAME, DASHBOARD_PORT_NAME, DEFAULT_DASHBOARD_PORT},
-    service,
 };
 
 const INGRESS_CLASS_ANNOTATION: &str = "kubernetes.io/ingress.class";
@@ -34,7 +33,7 @@ pub fn build(cluster: &RayCluster, id: &Identity) -> Ingress {
         Some(IngressPathType::Prefix) | None => "Prefix",
     };
     let path = options.and_then(|o| o.path.clone()).unwrap_or_else(|| "/".into());
-    let dashboard_port = service::service_ports(cluster)
+    let dashboard_port = kuberay_rules::ports::head_service_ports(cluster)
         .get(DASHBOARD_PORT_NAME)
         .copied()
         .unwrap_or(DEFAULT_DASHBOARD_PORT);

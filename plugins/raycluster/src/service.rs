@@ -14,53 +14,12 @@ use kuberay_crds::{
     RayCluster,
     constants::{labels, node_type},
 };
-use kuberay_rules::names;
+use kuberay_rules::{names, ports::head_service_ports};
 
 use crate::{
     cluster::Identity,
-    consts::{
-        APPLICATION_NAME, CLIENT_PORT_NAME, COMPONENT_NAME, DASHBOARD_PORT_NAME, DEFAULT_CLIENT_PORT,
-        DEFAULT_DASHBOARD_PORT, DEFAULT_GCS_SERVER_PORT, DEFAULT_METRICS_PORT, DEFAULT_SERVICE_APP_PROTOCOL,
-        DEFAULT_SERVING_PORT, GCS_SERVER_PORT_NAME, METRICS_PORT_NAME, SERVING_PORT_NAME,
-    },
+    consts::{APPLICATION_NAME, COMPONENT_NAME, DEFAULT_SERVICE_APP_PROTOCOL, SERVING_PORT_NAME},
 };
-
-/// The head container's named ports (unnamed ones become `<port>-port`), else KubeRay's five defaults;
-/// `metrics` is always present.
-pub fn service_ports(cluster: &RayCluster) -> BTreeMap<String, i32> {
-    let mut ports: BTreeMap<String, i32> = cluster
-        .spec
-        .head_group_spec
-        .template
-        .spec
-        .as_ref()
-        .and_then(|s| s.containers.first())
-        .and_then(|c| c.ports.as_ref())
-        .into_iter()
-        .flatten()
-        .map(|p| {
-            let name = p
-                .name
-                .clone()
-                .filter(|n| !n.is_empty())
-                .unwrap_or_else(|| format!("{}-port", p.container_port));
-            (name, p.container_port)
-        })
-        .collect();
-    if ports.is_empty() {
-        ports = BTreeMap::from([
-            (CLIENT_PORT_NAME.to_string(), DEFAULT_CLIENT_PORT),
-            (GCS_SERVER_PORT_NAME.to_string(), DEFAULT_GCS_SERVER_PORT),
-            (DASHBOARD_PORT_NAME.to_string(), DEFAULT_DASHBOARD_PORT),
-            (METRICS_PORT_NAME.to_string(), DEFAULT_METRICS_PORT),
-            (SERVING_PORT_NAME.to_string(), DEFAULT_SERVING_PORT),
-        ]);
-    }
-    ports
-        .entry(METRICS_PORT_NAME.to_string())
-        .or_insert(DEFAULT_METRICS_PORT);
-    ports
-}
 
 /// The labels of the head Service, which are also its selector.
 pub fn head_service_labels(cluster: &str) -> BTreeMap<String, String> {
@@ -117,7 +76,7 @@ pub fn build_head_service(cluster: &RayCluster, id: &Identity) -> Service {
         .clone()
         .filter(|t| !t.is_empty());
     let app_protocol = DEFAULT_SERVICE_APP_PROTOCOL.to_string();
-    let ports: Vec<ServicePort> = service_ports(cluster)
+    let ports: Vec<ServicePort> = head_service_ports(cluster)
         .into_iter()
         .map(|(name, port)| ServicePort {
             name: Some(name),
@@ -172,7 +131,7 @@ pub fn build_head_service(cluster: &RayCluster, id: &Identity) -> Service {
 /// The serve Service (annotation `ray.io/enable-serve-service: "true"`): the head's `serve` and `serve-*`
 /// ports, selecting every Pod of the cluster. `None` when the head names no such port.
 pub fn build_serve_service(cluster: &RayCluster, id: &Identity) -> Option<Service> {
-    let ports: Vec<ServicePort> = service_ports(cluster)
+    let ports: Vec<ServicePort> = head_service_ports(cluster)
         .into_iter()
         .filter(|(name, _)| name == SERVING_PORT_NAME || name.starts_with("serve-"))
         .map(|(name, port)| ServicePort {

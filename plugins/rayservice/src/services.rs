@@ -18,6 +18,7 @@ use kuberay_plugin_sdk::{Host, HostError, Kind, TypedHost};
 use kuberay_rules::{
     consts::{self as rules, action, crd},
     names,
+    ports::head_service_ports,
     report::Report,
 };
 
@@ -42,42 +43,6 @@ pub fn selected_cluster(service: &Service) -> Option<&str> {
         .as_ref()?
         .get(labels::RAY_CLUSTER)
         .map(String::as_str)
-}
-
-/// Ports of the cluster's head container by name (KubeRay's `getServicePorts`).
-fn head_ports(cluster: &RayCluster) -> BTreeMap<String, i32> {
-    let mut ports: BTreeMap<String, i32> = cluster
-        .spec
-        .head_group_spec
-        .template
-        .spec
-        .as_ref()
-        .and_then(|p| p.containers.first())
-        .and_then(|c| c.ports.as_ref())
-        .into_iter()
-        .flatten()
-        .map(|p| {
-            let name = p.name.clone().filter(|n| !n.is_empty());
-            (
-                name.unwrap_or_else(|| format!("{}-port", p.container_port)),
-                p.container_port,
-            )
-        })
-        .collect();
-    if ports.is_empty() {
-        for (name, port) in [
-            (rules::CLIENT_PORT_NAME, rules::DEFAULT_CLIENT_PORT),
-            (rules::GCS_SERVER_PORT_NAME, rules::DEFAULT_GCS_SERVER_PORT),
-            (rules::DASHBOARD_PORT_NAME, rules::DEFAULT_DASHBOARD_PORT),
-            (rules::SERVING_PORT_NAME, rules::DEFAULT_SERVING_PORT),
-        ] {
-            ports.insert(name.into(), port);
-        }
-    }
-    ports
-        .entry(rules::METRICS_PORT_NAME.into())
-        .or_insert(rules::DEFAULT_METRICS_PORT);
-    ports
 }
 
 fn string_map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -109,7 +74,7 @@ pub fn head_service<H: Host>(ctx: &Ctx<'_, H>, cluster: &RayCluster) -> Service 
             &names::identifier(&ctx.name, node_type::HEAD),
         ),
     ]);
-    let ports = head_ports(cluster)
+    let ports = head_service_ports(cluster)
         .into_iter()
         .map(|(name, port)| ServicePort {
             name: Some(name),
@@ -159,7 +124,7 @@ pub fn serve_service<H: Host>(ctx: &Ctx<'_, H>, cluster: &RayCluster) -> Result<
         (labels::RAY_ORIGINATED_FROM_CRD, crd::RAY_SERVICE),
         (labels::RAY_SERVE, &format!("{base}-serve")),
     ]);
-    let detected: Vec<ServicePort> = head_ports(cluster)
+    let detected: Vec<ServicePort> = head_service_ports(cluster)
         .into_iter()
         .filter(|(name, _)| is_serving_port(name))
         .map(|(name, port)| ServicePort {

@@ -7,6 +7,7 @@
 //! - [`names`]: how KubeRay names what it creates (`CheckName`, `CheckLabel`, the head and serve Services,
 //!   Pod `generateName`s, `<base>-<5 random>` suffixes) and the DNS-1035 check;
 //! - [`labels`]: label selectors of a cluster's Pods;
+//! - [`ports`]: the ports of a cluster's head Service;
 //! - [`syntax`]: Kubernetes' name and label syntaxes KubeRay validates, with Kubernetes' messages;
 //! - [`env`]: container environment variables, added without overriding the user's;
 //! - [`auth`]: token authentication of the containers that talk to Ray (`authOptions`);
@@ -26,6 +27,7 @@ pub mod env;
 pub mod hash;
 pub mod labels;
 pub mod names;
+pub mod ports;
 pub mod report;
 pub mod subset;
 pub mod syntax;
