@@ -1,7 +1,7 @@
 //! The Serve REST API (`/api/serve/applications/`) and the Serve HTTP proxy (`/-/healthz`, `/-/routes`).
 //!
 //! Like a real head, the proxy port answers nothing until a config has been deployed. Applications report
-//! DEPLOYING for half a second after a PUT (five seconds if any `import_path` contains `slow`, a test's way
+//! DEPLOYING for half a second after a PUT (ten seconds if any `import_path` contains `slow`, a test's way
 //! to hold a deploy open) and then RUNNING, or DEPLOY_FAILED if their `import_path` contains `fail` (a
 //! test's way to script a broken app).
 
@@ -18,7 +18,7 @@ use serde_json::{Map, Value, json};
 use super::{FakeHead, jobs::now_ms, text};
 
 const DEPLOYING_FOR: Duration = Duration::from_millis(500);
-const SLOW_DEPLOYING_FOR: Duration = Duration::from_secs(5);
+const SLOW_DEPLOYING_FOR: Duration = Duration::from_secs(10);
 
 /// The last config deployed, and when; how many deploys the head took; whether the Serve proxy answers
 /// its health check (a test switches it with `PUT /testenv/serve-proxy-health`).
