@@ -18,7 +18,8 @@ help:
 	@echo "make apiserver     build the REST/gRPC backend (target/debug/kuberay-apiserver)"
 	@echo "make bench         measure a plugin call against the same logic compiled natively"
 	@echo "make bench-apiserver  REST get/list of clusters through kuberay-apiserver against direct API calls"
-	@echo "make tools         build the control-plane binaries, grpcurl, the Ray and API-tools virtualenvs and the wasm target"
+	@echo "make tools         build the control-plane binaries, grpcurl, the Ray and API-tools virtualenvs and the wasm target;"
+	@echo "                   fetch the Gateway API CRDs"
 	@echo "make hash-table    regenerate the table of KubeRay's Go types behind the spec hashes (kuberay-rules)"
 	@echo "make crds          regenerate the CRDs in crds/ from the Rust types of the ray.io/v1 API"
 
