@@ -11,8 +11,7 @@ use kuberay_testenv::{TestNamespace, annotations};
 use serde_json::{Value, json};
 
 use crate::support::{
-    OperatorOptions, apply, env, eventually, namespace, ray_api, rayclusters, sample, start_operator,
-    status_of,
+    apply, env, eventually, namespace, ray_api, rayclusters, sample, start_operator, status_of,
 };
 
 const WAIT: Duration = Duration::from_secs(150);
@@ -53,14 +52,7 @@ async fn broken_rayservices_say_why_and_a_healthy_one_next_to_them_becomes_ready
     let env = env().await;
     let client = env.client().await.unwrap();
     let ns = namespace(env, "rayservice-bad").await;
-    let options = OperatorOptions {
-        plugins: vec![
-            kuberay_plugin_artifacts::RAYCLUSTER,
-            kuberay_plugin_artifacts::RAYSERVICE,
-        ],
-        ..OperatorOptions::default()
-    };
-    let operator = start_operator(env, &ns, options).await;
+    let operator = start_operator(env, &ns, crate::rayservice::options()).await;
     let api = ray_api(&client, &ns, "RayService", "rayservices");
 
     // Not YAML: the cluster comes up, nothing is sent to its head, the object says why.

@@ -19,8 +19,7 @@ use kuberay_testenv::TestNamespace;
 use serde_json::{Value, json};
 
 use crate::support::{
-    OperatorOptions, apply, env, eventually, namespace, ray_api, rayclusters, sample, start_operator,
-    status_of,
+    apply, env, eventually, namespace, ray_api, rayclusters, sample, start_operator, status_of,
 };
 
 const WAIT: Duration = Duration::from_secs(150);
@@ -94,14 +93,7 @@ async fn the_route_weights_step_to_the_new_cluster_and_the_old_cluster_is_delete
     env.install_gateway_api_crds().await.unwrap();
     let client = env.client().await.unwrap();
     let ns = namespace(env, "rayservice-incremental").await;
-    let options = OperatorOptions {
-        plugins: vec![
-            kuberay_plugin_artifacts::RAYCLUSTER,
-            kuberay_plugin_artifacts::RAYSERVICE,
-        ],
-        ..OperatorOptions::default()
-    };
-    let operator = start_operator(env, &ns, options).await;
+    let operator = start_operator(env, &ns, crate::rayservice::options()).await;
     let api = ray_api(&client, &ns, "RayService", "rayservices");
     let gateways = gateway_api(&client, &ns, "Gateway", "gateways");
     let routes = gateway_api(&client, &ns, "HTTPRoute", "httproutes");

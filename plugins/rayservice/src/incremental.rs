@@ -31,6 +31,7 @@ use crate::{
     conditions::{self, TRUE},
     consts::{RECONCILE_ACTION, reason},
     context::Ctx,
+    services,
     status::cluster_name,
 };
 
@@ -761,19 +762,8 @@ pub fn routed_clusters<H: Host>(ctx: &Ctx<'_, H>) -> Result<Vec<String>, HostErr
 /// Deletes the per-cluster serve Service of a cluster that is being deleted.
 pub fn delete_cluster_service<H: Host>(ctx: &Ctx<'_, H>, cluster: &str) -> Result<(), HostError> {
     let name = cluster_serve_service(cluster);
-    let Some(service) = ctx.host.get_as::<Service>(&name)? else {
-        return Ok(());
-    };
-    let kind = Kind::of::<Service>();
-    let key = ctx.key(&name);
-    let report = Report {
-        action: action::DELETE,
-        done: reason::DELETED_SERVICE,
-        failed: reason::FAILED_TO_DELETE_SERVICE,
-        what: "the service",
-        kind: &kind,
-        name: &name,
-        key: &key,
-    };
-    report.run(ctx.host, || ctx.host.delete_object(&service))
+    match ctx.host.get_as::<Service>(&name)? {
+        Some(service) => services::delete(ctx, &service),
+        None => Ok(()),
+    }
 }

@@ -218,3 +218,21 @@ pub fn reconcile<H: Host>(ctx: &Ctx<'_, H>, intent: &Service) -> Result<Service,
     };
     report.run(ctx.host, || ctx.host.apply_as(intent))
 }
+
+/// Deletes one of the RayService's Services, reported as KubeRay does (`DeletedService` or
+/// `FailedToDeleteService`).
+pub fn delete<H: Host>(ctx: &Ctx<'_, H>, service: &Service) -> Result<(), HostError> {
+    let name = service.metadata.name.clone().unwrap_or_default();
+    let kind = Kind::of::<Service>();
+    let key = ctx.key(&name);
+    let report = Report {
+        action: action::DELETE,
+        done: reason::DELETED_SERVICE,
+        failed: reason::FAILED_TO_DELETE_SERVICE,
+        what: "the service",
+        kind: &kind,
+        name: &name,
+        key: &key,
+    };
+    report.run(ctx.host, || ctx.host.delete_object(service))
+}

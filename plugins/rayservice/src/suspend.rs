@@ -7,15 +7,13 @@ use k8s_openapi::api::core::v1::Service;
 use kuberay_crds::{
     RayServiceStatus, RayServiceStatuses, ServiceStatus, constants::conditions as types, reasons,
 };
-use kuberay_plugin_sdk::{Host, HostError, Kind, TypedHost};
-use kuberay_rules::{consts::action, report::Report};
+use kuberay_plugin_sdk::{Host, HostError, TypedHost};
 
 use crate::{
     cluster::owned_selector,
     conditions::{self, FALSE, TRUE},
-    consts::reason,
     context::Ctx,
-    dangling,
+    dangling, services,
 };
 
 /// Whether suspend drives this reconcile (nothing else may run).
@@ -179,19 +177,7 @@ fn delete_owned<H: Host>(ctx: &Ctx<'_, H>) -> Result<bool, HostError> {
         if service.metadata.deletion_timestamp.is_some() {
             continue;
         }
-        let name = service.metadata.name.clone().unwrap_or_default();
-        let kind = Kind::of::<Service>();
-        let key = ctx.key(&name);
-        let report = Report {
-            action: action::DELETE,
-            done: reason::DELETED_SERVICE,
-            failed: reason::FAILED_TO_DELETE_SERVICE,
-            what: "the service",
-            kind: &kind,
-            name: &name,
-            key: &key,
-        };
-        report.run(ctx.host, || ctx.host.delete_object(&service))?;
+        services::delete(ctx, &service)?;
     }
     Ok(none_left)
 }
