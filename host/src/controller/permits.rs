@@ -1,7 +1,10 @@
 //! Reconcile permits, shared fairly between plugins. `--concurrency` bounds the reconciles running at once
-//! across all kinds; on top of that, no plugin may hold more than its fair share (the permits divided by the
-//! plugins loaded, rounded up), so a plugin whose calls all run into the timeout cannot starve the others.
-//! A plugin alone in the operator gets every permit.
+//! across all kinds. Each plugin is always entitled to its fair share (the permits divided by the plugins
+//! loaded, rounded up); beyond that it may borrow permits nobody uses, except one kept free for each other
+//! plugin that holds none. So a busy kind uses the operator's whole concurrency while the others are idle
+//! (a thousand RayClusters coming up are not held to a quarter of it because RayJob, RayService and
+//! RayCronJob plugins are loaded), and a plugin whose calls all run into the timeout cannot starve the
+//! others: each of them gets in at once, and back to its fair share as the borrowed permits come back.
 
 use std::{collections::HashMap, sync::Mutex};
 
@@ -51,7 +54,7 @@ impl Permits {
         loop {
             // Registered before the check, so a release in between is not missed.
             let released = self.released.notified();
-            if self.reserve(plugin, share) {
+            if self.reserve(plugin, share, plugins) {
                 break;
             }
             released.await;
@@ -67,16 +70,17 @@ impl Permits {
         })
     }
 
-    fn reserve(&self, plugin: &str, share: usize) -> bool {
+    /// Takes a place for `plugin` within its share, or a borrowed one (see the module docs).
+    fn reserve(&self, plugin: &str, share: usize, plugins: usize) -> bool {
         let mut held = self.lock();
-        let count = held.entry(plugin.to_string()).or_insert(0);
-        if *count >= share {
-            if *count == 0 {
-                held.remove(plugin);
-            }
+        let mine = held.get(plugin).copied().unwrap_or(0);
+        let in_use: usize = held.values().sum();
+        let others_busy = held.len() - usize::from(mine > 0);
+        let kept_free = plugins.saturating_sub(1).saturating_sub(others_busy);
+        if mine >= share && in_use + kept_free >= self.total {
             return false;
         }
-        *count += 1;
+        *held.entry(plugin.to_string()).or_insert(0) += 1;
         true
     }
 
@@ -125,20 +129,42 @@ mod tests {
         assert_eq!(permits.share(2), 2);
         assert_eq!(permits.share(3), 2);
         assert_eq!(permits.share(8), 1);
-        // The hog takes its share of two; a third waits although two permits are free.
+        // The hog takes its share of two and borrows a third; the fourth is kept for the idle plugin.
         let first = permits.acquire("hog", 2).await.unwrap();
         let _second = permits.acquire("hog", 2).await.unwrap();
-        let third = tokio::time::timeout(Duration::from_millis(50), permits.acquire("hog", 2)).await;
-        assert!(third.is_err(), "a plugin got more than its share");
-        assert_eq!(permits.held_by("hog"), 2);
+        let _third = permits.acquire("hog", 2).await.unwrap();
+        let fourth = tokio::time::timeout(Duration::from_millis(50), permits.acquire("hog", 2)).await;
+        assert!(fourth.is_err(), "a plugin took the permit kept for another");
+        assert_eq!(permits.held_by("hog"), 3);
         // The other plugin still gets in.
         let other = tokio::time::timeout(Duration::from_millis(50), permits.acquire("other", 2)).await;
         assert!(matches!(other, Ok(Some(_))), "the other plugin was starved");
-        // When one of the hog's reconciles ends, its next one runs.
-        let waiting = permits.acquire("hog", 2);
+        // Its second reconcile, within its share, runs as soon as the hog gives a permit back; the hog's
+        // next one does not take it first.
+        let others_next = permits.acquire("other", 2);
+        let hogs_next = permits.acquire("hog", 2);
         drop(first);
-        let next = tokio::time::timeout(Duration::from_millis(50), waiting).await;
+        let next = tokio::time::timeout(Duration::from_millis(50), others_next).await;
         assert!(matches!(next, Ok(Some(_))));
+        assert!(tokio::time::timeout(Duration::from_millis(50), hogs_next).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_busy_plugin_borrows_what_idle_plugins_leave() {
+        // Eight permits, four plugins loaded (a share of two), one busy: it runs five at once, one permit
+        // stays free for each idle plugin.
+        let permits = Permits::new(8);
+        let mut held = Vec::new();
+        while let Ok(Some(permit)) =
+            tokio::time::timeout(Duration::from_millis(20), permits.acquire("busy", 4)).await
+        {
+            held.push(permit);
+        }
+        assert_eq!(held.len(), 5);
+        for plugin in ["a", "b", "c"] {
+            let got = tokio::time::timeout(Duration::from_millis(50), permits.acquire(plugin, 4)).await;
+            assert!(matches!(got, Ok(Some(_))), "{plugin} was starved");
+        }
     }
 
     #[tokio::test]

@@ -10,7 +10,7 @@ use std::{
 
 use futures::{Stream, StreamExt, stream};
 use kube::{
-    api::DynamicObject,
+    api::{DynamicObject, ObjectMeta},
     runtime::{reflector::Store, watcher},
 };
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -23,8 +23,26 @@ fn receiver_stream(
     stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|o| (o, rx)) })
 }
 
+/// What kube-runtime needs of a changed object to find the reconcile it queues: its name and namespace (for
+/// the reconciled kind) and its owner references (for owned kinds). Passing this instead of a copy of the
+/// whole object keeps a watch event's cost independent of the object's size.
+fn trigger(object: &DynamicObject) -> DynamicObject {
+    let meta = &object.metadata;
+    DynamicObject {
+        types: None,
+        metadata: ObjectMeta {
+            name: meta.name.clone(),
+            namespace: meta.namespace.clone(),
+            uid: meta.uid.clone(),
+            owner_references: meta.owner_references.clone(),
+            ..ObjectMeta::default()
+        },
+        data: serde_json::Value::Null,
+    }
+}
+
 pub(crate) fn all_changes(rx: UnboundedReceiver<Arc<DynamicObject>>) -> impl Stream<Item = Changes> + Send {
-    receiver_stream(rx).map(|o| Ok((*o).clone()))
+    receiver_stream(rx).map(|o| Ok(trigger(&o)))
 }
 
 fn fingerprint(object: &DynamicObject) -> u64 {
@@ -82,6 +100,6 @@ pub(crate) fn primary_changes(
     };
     receiver_stream(rx).filter_map(move |o| {
         let changed = seen.changed(&o);
-        futures::future::ready(changed.then(|| Ok((*o).clone())))
+        futures::future::ready(changed.then(|| Ok(trigger(&o))))
     })
 }

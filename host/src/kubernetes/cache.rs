@@ -1,6 +1,7 @@
 //! Watch caches: one reflector per kind and watched namespace (or one for all namespaces), shared by every
 //! plugin that reads or owns that kind. Each also fans its events out to the controllers that want them.
-//! `managedFields` are dropped from cached objects; they are large and no plugin needs them.
+//! `managedFields` are dropped from cached objects; they are large and no plugin needs them. Each cache has a
+//! label index (`index`), so that a list by selector does not walk the whole cache.
 
 use std::{
     collections::HashMap,
@@ -10,17 +11,17 @@ use std::{
 use futures::StreamExt;
 use kube::{
     Api, Client,
-    api::DynamicObject,
+    api::{ApiResource, DynamicObject},
     runtime::{
         WatchStreamExt,
-        reflector::{self, Store},
+        reflector::{self, ObjectRef, Store},
         watcher::{self, Event, watcher},
     },
 };
-use kuberay_plugin_sdk::Kind;
+use kuberay_plugin_sdk::{Kind, selector::Selector};
 use tokio::{sync::mpsc, task::JoinHandle};
 
-use super::discovery::Resolved;
+use super::{discovery::Resolved, index::LabelIndex};
 
 /// Which namespaces the operator watches.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,6 +52,8 @@ type Subscribers = Arc<Mutex<Vec<mpsc::UnboundedSender<Arc<DynamicObject>>>>>;
 
 struct Entry {
     store: Store<DynamicObject>,
+    index: Arc<LabelIndex>,
+    resource: ApiResource,
     subscribers: Subscribers,
     task: JoinHandle<()>,
 }
@@ -90,6 +93,8 @@ impl Caches {
             let store = writer.as_reader();
             let subscribers: Subscribers = Arc::default();
             let fan_out = subscribers.clone();
+            let index = Arc::new(LabelIndex::default());
+            let indexer = index.clone();
             let label = format!(
                 "{kind}{}",
                 scope.as_ref().map(|s| format!(" in {s}")).unwrap_or_default()
@@ -101,6 +106,9 @@ impl Caches {
             let task = tokio::spawn(async move {
                 let mut stream = std::pin::pin!(stream);
                 while let Some(event) = stream.next().await {
+                    if let Ok(event) = &event {
+                        indexer.apply(event);
+                    }
                     match event {
                         Ok(Event::Apply(o) | Event::InitApply(o) | Event::Delete(o)) => {
                             broadcast(&fan_out, o)
@@ -114,6 +122,8 @@ impl Caches {
                 key,
                 Entry {
                     store,
+                    index,
+                    resource: resolved.resource.clone(),
                     subscribers,
                     task,
                 },
@@ -121,11 +131,39 @@ impl Caches {
         }
     }
 
-    /// The store holding objects of `kind` in `namespace`, if watched.
-    pub(crate) fn store(&self, kind: &Kind, namespace: &str) -> Option<Store<DynamicObject>> {
-        self.lock()
-            .get(&(kind.clone(), self.scope.scope_of(namespace)))
-            .map(|e| e.store.clone())
+    /// The object of `kind` named `name` in `namespace` as the cache has it; `None` if the kind is not
+    /// watched, `Some(None)` if the cache has no such object.
+    pub(crate) fn get(&self, kind: &Kind, namespace: &str, name: &str) -> Option<Option<Arc<DynamicObject>>> {
+        let (store, resource) = {
+            let entries = self.lock();
+            let entry = entries.get(&(kind.clone(), self.scope.scope_of(namespace)))?;
+            (entry.store.clone(), entry.resource.clone())
+        };
+        Some(store.get(&ObjectRef::new_with(name, resource).within(namespace)))
+    }
+
+    /// The cached objects of `kind` in `namespace` that match `selector`, in name order; `None` if the kind
+    /// is not watched. Looked up in the cache's label index: the cost is that of the candidates, not of the
+    /// whole cache.
+    pub(crate) fn select(
+        &self,
+        kind: &Kind,
+        namespace: &str,
+        selector: &Selector,
+    ) -> Option<Vec<Arc<DynamicObject>>> {
+        let (store, index, resource) = {
+            let entries = self.lock();
+            let entry = entries.get(&(kind.clone(), self.scope.scope_of(namespace)))?;
+            (entry.store.clone(), entry.index.clone(), entry.resource.clone())
+        };
+        let no_labels = Default::default();
+        let selected = index
+            .candidates(namespace, selector)
+            .into_iter()
+            .filter_map(|name| store.get(&ObjectRef::new_with(&name, resource.clone()).within(namespace)))
+            .filter(|o| selector.matches(o.metadata.labels.as_ref().unwrap_or(&no_labels)))
+            .collect();
+        Some(selected)
     }
 
     /// The store of one scope (`None` = all namespaces).

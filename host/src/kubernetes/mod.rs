@@ -11,6 +11,7 @@ mod cache;
 mod discovery;
 pub(crate) mod errors;
 mod events;
+mod index;
 pub(crate) mod label_only;
 pub(crate) mod names;
 pub(crate) mod overlay;
@@ -24,7 +25,6 @@ pub(crate) use discovery::{Discovery, Resolved};
 use kube::{
     Api, Client,
     api::{DynamicObject, ListParams},
-    runtime::reflector::ObjectRef,
 };
 use kuberay_plugin_sdk::{HostError, Kind, selector::Selector};
 use kuberay_rayhead::ObjectLookup;
@@ -32,7 +32,7 @@ use serde_json::Value;
 
 use self::{
     events::EventRecorders,
-    overlay::{Key, Overlay},
+    overlay::{CachedMeta, Key, Overlay},
     unchanged::LastApplied,
 };
 use crate::{metrics::Metrics, sandbox::host_api::HostResult};
@@ -99,18 +99,15 @@ impl KubeBridge {
 
     /// An object as plugins see it (cache plus recent writes), as JSON.
     pub(crate) async fn read(&self, kind: &Kind, namespace: &str, name: &str) -> HostResult<Option<Value>> {
-        let resolved = self.discovery.resolve(kind).await?;
         let key = Key {
             kind: kind.clone(),
             namespace: namespace.to_string(),
             name: name.to_string(),
         };
-        let cached = match self.caches.store(kind, namespace) {
-            Some(store) => {
-                let reference = ObjectRef::new_with(name, resolved.resource.clone()).within(namespace);
-                store.get(&reference).map(|o| to_json(&o)).transpose()?
-            }
+        let cached = match self.caches.get(kind, namespace, name) {
+            Some(cached) => cached.map(|o| to_json(&o)).transpose()?,
             None => {
+                let resolved = self.discovery.resolve(kind).await?;
                 let api: Api<DynamicObject> =
                     Api::namespaced_with(self.client.clone(), namespace, &resolved.resource);
                 api.get_opt(name)
@@ -132,12 +129,9 @@ impl KubeBridge {
         label_selector: &str,
     ) -> HostResult<Vec<Value>> {
         let selector = Selector::parse(label_selector).map_err(|e| HostError::Invalid(e.to_string()))?;
-        let cached = match self.caches.store(kind, namespace) {
-            Some(store) => store
-                .state()
+        let cached = match self.caches.select(kind, namespace, &selector) {
+            Some(selected) => selected
                 .iter()
-                .filter(|o| o.metadata.namespace.as_deref() == Some(namespace))
-                .filter(|o| selector.matches(o.metadata.labels.as_ref().unwrap_or(&Default::default())))
                 .map(|o| to_json(o))
                 .collect::<HostResult<Vec<Value>>>()?,
             None => {
@@ -154,7 +148,15 @@ impl KubeBridge {
                     .collect::<HostResult<Vec<Value>>>()?
             }
         };
-        Ok(self.overlay.merge_list(kind, namespace, cached, &selector))
+        let in_cache = |name: &str| {
+            self.caches
+                .get(kind, namespace, name)
+                .flatten()
+                .map(|o| CachedMeta::of(&o.metadata))
+        };
+        Ok(self
+            .overlay
+            .merge_list(kind, namespace, cached, &selector, in_cache))
     }
 
     /// The event recorder of `plugin`'s reconciles.

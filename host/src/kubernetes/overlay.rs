@@ -9,6 +9,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use kube::api::ObjectMeta;
 use kuberay_plugin_sdk::{Kind, selector::Selector};
 use serde_json::Value;
 
@@ -36,9 +37,105 @@ impl Entry {
     }
 }
 
+/// The entries of one kind in one namespace, by object name: what a list of that kind merges.
+type Group = HashMap<String, Entry>;
+
+#[derive(Default)]
+struct Entries {
+    groups: HashMap<(Kind, String), Group>,
+    len: usize,
+}
+
+impl Entries {
+    fn insert(&mut self, key: Key, entry: Entry) {
+        let group = self.groups.entry((key.kind, key.namespace)).or_default();
+        if group.insert(key.name, entry).is_none() {
+            self.len += 1;
+        }
+    }
+
+    fn remove(&mut self, key: &Key) {
+        let group_key = (key.kind.clone(), key.namespace.clone());
+        let Some(group) = self.groups.get_mut(&group_key) else {
+            return;
+        };
+        if group.remove(&key.name).is_some() {
+            self.len -= 1;
+        }
+        if group.is_empty() {
+            self.groups.remove(&group_key);
+        }
+    }
+
+    fn get(&self, key: &Key) -> Option<&Entry> {
+        self.groups
+            .get(&(key.kind.clone(), key.namespace.clone()))?
+            .get(&key.name)
+    }
+
+    /// Drops expired entries, then the oldest, until at most [`CAP`] remain.
+    fn shrink(&mut self) {
+        for group in self.groups.values_mut() {
+            group.retain(|_, e| e.at().elapsed() <= RETENTION);
+        }
+        self.groups.retain(|_, group| !group.is_empty());
+        self.len = self.groups.values().map(HashMap::len).sum();
+        while self.len > CAP {
+            let oldest = self
+                .groups
+                .iter()
+                .flat_map(|((kind, namespace), group)| {
+                    group.iter().map(move |(name, e)| (e.at(), kind, namespace, name))
+                })
+                .min_by_key(|(at, ..)| *at)
+                .map(|(_, kind, namespace, name)| Key {
+                    kind: kind.clone(),
+                    namespace: namespace.clone(),
+                    name: name.clone(),
+                });
+            let Some(oldest) = oldest else {
+                break;
+            };
+            self.remove(&oldest);
+        }
+    }
+}
+
+/// Recent writes by kind, namespace and name: a list looks only at the entries of its kind and namespace,
+/// so its cost does not grow with writes elsewhere.
 #[derive(Default)]
 pub(crate) struct Overlay {
-    entries: Mutex<HashMap<Key, Entry>>,
+    entries: Mutex<Entries>,
+}
+
+/// What the overlay needs to know of the cached version of an object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CachedMeta {
+    resource_version: Option<u64>,
+    uid: Option<String>,
+    terminating: bool,
+}
+
+impl CachedMeta {
+    /// From a cached object's metadata.
+    pub(crate) fn of(meta: &ObjectMeta) -> Self {
+        Self {
+            resource_version: meta.resource_version.as_deref().and_then(|v| v.parse().ok()),
+            uid: meta.uid.clone(),
+            terminating: meta.deletion_timestamp.is_some(),
+        }
+    }
+
+    fn of_json(object: &Value) -> Self {
+        Self {
+            resource_version: resource_version(object),
+            uid: object
+                .pointer("/metadata/uid")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            terminating: object.pointer("/metadata/deletionTimestamp").is_some(),
+        }
+    }
 }
 
 fn resource_version(object: &Value) -> Option<u64> {
@@ -49,8 +146,40 @@ fn resource_version(object: &Value) -> Option<u64> {
         .ok()
 }
 
-fn uid(object: &Value) -> Option<&str> {
-    object.pointer("/metadata/uid")?.as_str()
+/// Which version a read shows.
+enum View {
+    Cached,
+    Written,
+    Hidden,
+}
+
+/// What a read shows given an entry and the cached version, and whether the entry is still needed.
+fn resolve(entry: &Entry, cached: Option<&CachedMeta>) -> (bool, View) {
+    match entry {
+        Entry::Written { at, .. } | Entry::Deleted { at, .. } if at.elapsed() > RETENTION => {
+            (false, View::Cached)
+        }
+        Entry::Written { object, .. } => match cached {
+            Some(c) if c.resource_version >= resource_version(object) => (false, View::Cached),
+            _ => (true, View::Written),
+        },
+        Entry::Deleted { uid: deleted, .. } => match cached {
+            None => (false, View::Hidden),
+            // The cache has seen the deletion start: from now on it shows the object terminating, as the
+            // API server does (a plugin may wait for a Pod to be gone).
+            Some(c) if c.terminating => (false, View::Cached),
+            Some(c) if deleted.is_none() || c.uid == *deleted => (true, View::Hidden),
+            // A new object with the same name: the deletion is done.
+            Some(_) => (false, View::Cached),
+        },
+    }
+}
+
+fn written(entry: &Entry) -> Option<&Value> {
+    match entry {
+        Entry::Written { object, .. } => Some(object),
+        Entry::Deleted { .. } => None,
+    }
 }
 
 impl Overlay {
@@ -79,22 +208,15 @@ impl Overlay {
     fn insert(&self, key: Key, entry: Entry) {
         let mut entries = self.lock();
         entries.insert(key, entry);
-        if entries.len() <= CAP {
-            return;
-        }
-        entries.retain(|_, e| e.at().elapsed() <= RETENTION);
-        while entries.len() > CAP {
-            let Some(oldest) = entries.iter().min_by_key(|(_, e)| e.at()).map(|(k, _)| k.clone()) else {
-                break;
-            };
-            entries.remove(&oldest);
+        if entries.len > CAP {
+            entries.shrink();
         }
     }
 
     /// Entries held.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.lock().len()
+        self.lock().len
     }
 
     /// The object as the plugin should see it, given what the cache has. Entries the cache has caught up
@@ -104,23 +226,11 @@ impl Overlay {
         let Some(entry) = entries.get(key) else {
             return cached;
         };
-        let (keep, result) = match entry {
-            Entry::Written { at, .. } | Entry::Deleted { at, .. } if at.elapsed() > RETENTION => {
-                (false, cached)
-            }
-            Entry::Written { object, .. } => match &cached {
-                Some(c) if resource_version(c) >= resource_version(object) => (false, cached),
-                _ => (true, Some(object.clone())),
-            },
-            Entry::Deleted { uid: deleted, .. } => match &cached {
-                None => (false, None),
-                // The cache has seen the deletion start: from now on it shows the object terminating, as the
-                // API server does (a plugin may wait for a Pod to be gone).
-                Some(c) if c.pointer("/metadata/deletionTimestamp").is_some() => (false, cached),
-                Some(c) if deleted.is_none() || uid(c) == deleted.as_deref() => (true, None),
-                // A new object with the same name: the deletion is done.
-                Some(_) => (false, cached),
-            },
+        let (keep, view) = resolve(entry, cached.as_ref().map(CachedMeta::of_json).as_ref());
+        let result = match view {
+            View::Cached => cached,
+            View::Written => written(entry).cloned(),
+            View::Hidden => None,
         };
         if !keep {
             entries.remove(key);
@@ -128,41 +238,51 @@ impl Overlay {
         result
     }
 
-    /// A list from the cache with the overlay applied: recent writes added or replaced, recent deletions
-    /// removed.
+    /// A list (`listed`, already filtered by `selector`) with the overlay applied: recent writes added or
+    /// replaced, recent deletions removed. `cached` tells what the cache holds of an object the list does
+    /// not show (one that does not match the selector). Entries the cache has caught up with are dropped.
     pub(crate) fn merge_list(
         &self,
         kind: &Kind,
         namespace: &str,
-        cached: Vec<Value>,
+        listed: Vec<Value>,
         selector: &Selector,
+        cached: impl Fn(&str) -> Option<CachedMeta>,
     ) -> Vec<Value> {
-        let pending: Vec<Key> = self
-            .lock()
-            .keys()
-            .filter(|k| &k.kind == kind && k.namespace == namespace)
-            .cloned()
-            .collect();
-        if pending.is_empty() {
-            return cached
-                .into_iter()
-                .filter(|o| selector.matches_object(o))
-                .collect();
-        }
-        let mut by_name: HashMap<String, Value> = cached
+        let mut entries = self.lock();
+        let group_key = (kind.clone(), namespace.to_string());
+        let Some(group) = entries.groups.get_mut(&group_key) else {
+            return listed;
+        };
+        let mut by_name: HashMap<String, Value> = listed
             .into_iter()
             .filter_map(|o| Some((o.pointer("/metadata/name")?.as_str()?.to_string(), o)))
             .collect();
-        for key in pending {
-            let merged = self.merge(&key, by_name.remove(&key.name));
-            if let Some(object) = merged {
-                by_name.insert(key.name.clone(), object);
+        let before = group.len();
+        group.retain(|name, entry| {
+            let meta = match by_name.get(name) {
+                Some(object) => Some(CachedMeta::of_json(object)),
+                None => cached(name),
+            };
+            let (keep, view) = resolve(entry, meta.as_ref());
+            match (view, written(entry)) {
+                (View::Cached, _) => {}
+                (View::Written, Some(object)) if selector.matches_object(object) => {
+                    by_name.insert(name.clone(), object.clone());
+                }
+                (View::Written | View::Hidden, _) => {
+                    by_name.remove(name);
+                }
             }
+            keep
+        });
+        let dropped = before - group.len();
+        if group.is_empty() {
+            entries.groups.remove(&group_key);
         }
-        let mut items: Vec<Value> = by_name
-            .into_values()
-            .filter(|o| selector.matches_object(o))
-            .collect();
+        entries.len -= dropped;
+        drop(entries);
+        let mut items: Vec<Value> = by_name.into_values().collect();
         items.sort_by(|a, b| {
             a.pointer("/metadata/name")
                 .and_then(Value::as_str)
@@ -171,7 +291,7 @@ impl Overlay {
         items
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Entry>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
         self.entries
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -234,7 +354,7 @@ mod tests {
         let cached = vec![pod("old", "u1", "5"), pod("kept", "u2", "6")];
         let selector = Selector::parse("app=x").unwrap_or_default();
         let names: Vec<String> = overlay
-            .merge_list(&Kind::new("", "v1", "Pod"), "ns", cached, &selector)
+            .merge_list(&Kind::new("", "v1", "Pod"), "ns", cached, &selector, |_| None)
             .iter()
             .filter_map(|o| {
                 o.pointer("/metadata/name")
@@ -270,17 +390,43 @@ mod tests {
     }
 
     #[test]
-    fn lists_without_pending_writes_still_apply_the_selector() {
+    fn a_list_that_does_not_select_an_object_keeps_its_pending_deletion() {
         let overlay = Overlay::default();
-        let mut other = pod("other", "u9", "3");
-        other["metadata"]["labels"] = json!({"app": "y"});
-        let selector = Selector::parse("app=x").unwrap_or_default();
-        let listed = overlay.merge_list(
-            &Kind::new("", "v1", "Pod"),
-            "ns",
-            vec![pod("a", "u1", "1"), other],
-            &selector,
+        overlay.record_delete(key("a"), Some("u1".into()));
+        let still_cached = |name: &str| {
+            (name == "a").then(|| CachedMeta {
+                resource_version: Some(5),
+                uid: Some("u1".into()),
+                terminating: false,
+            })
+        };
+        let other = Selector::parse("app=y").unwrap_or_default();
+        let listed = overlay.merge_list(&Kind::new("", "v1", "Pod"), "ns", vec![], &other, still_cached);
+        assert!(listed.is_empty());
+        // The cache still has the Pod, not yet terminating: a read must not show it.
+        assert_eq!(overlay.merge(&key("a"), Some(pod("a", "u1", "5"))), None);
+        assert_eq!(overlay.len(), 1);
+    }
+
+    #[test]
+    fn a_pending_write_is_listed_only_if_it_matches() {
+        let overlay = Overlay::default();
+        overlay.record_write(key("b"), pod("b", "u2", "10"));
+        let kind = Kind::new("", "v1", "Pod");
+        let other = Selector::parse("app=y").unwrap_or_default();
+        assert!(
+            overlay
+                .merge_list(&kind, "ns", vec![], &other, |_| None)
+                .is_empty()
         );
-        assert_eq!(listed.len(), 1);
+        let mine = Selector::parse("app=x").unwrap_or_default();
+        assert_eq!(overlay.merge_list(&kind, "ns", vec![], &mine, |_| None).len(), 1);
+        // Entries of other namespaces are not touched by a list.
+        assert!(
+            overlay
+                .merge_list(&kind, "elsewhere", vec![], &mine, |_| None)
+                .is_empty()
+        );
+        assert_eq!(overlay.len(), 1);
     }
 }

@@ -77,6 +77,16 @@ impl Selector {
         })
     }
 
+    /// The `key=value` pairs every selected object carries (`=`, `==` and an `in` with one value): what an
+    /// index of labels can look a selector up by.
+    pub fn required_pairs(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().filter_map(|r| match r {
+            Requirement::Equals(k, v) => Some((k.as_str(), v.as_str())),
+            Requirement::In(k, vs) if vs.len() == 1 => Some((k.as_str(), vs[0].as_str())),
+            _ => None,
+        })
+    }
+
     /// Matches the `metadata.labels` of a JSON object.
     pub fn matches_object(&self, object: &serde_json::Value) -> bool {
         let labels: BTreeMap<String, String> = object
@@ -162,5 +172,13 @@ mod tests {
         assert!(Selector::parse("a in (b").is_err());
         assert!(Selector::parse("a in b").is_err());
         assert!(Selector::parse("=x").is_err());
+    }
+
+    #[test]
+    fn required_pairs_are_the_single_valued_equalities() {
+        let s = Selector::parse("a=1,b==2,c in (3),d in (4,5),e!=6,f,!g").unwrap();
+        let pairs: Vec<(&str, &str)> = s.required_pairs().collect();
+        assert_eq!(pairs, vec![("a", "1"), ("b", "2"), ("c", "3")]);
+        assert_eq!(Selector::parse("").unwrap().required_pairs().count(), 0);
     }
 }
