@@ -146,7 +146,11 @@ mod tests {
         drop(first);
         let next = tokio::time::timeout(Duration::from_millis(50), others_next).await;
         assert!(matches!(next, Ok(Some(_))));
-        assert!(tokio::time::timeout(Duration::from_millis(50), hogs_next).await.is_err());
+        assert!(
+            tokio::time::timeout(Duration::from_millis(50), hogs_next)
+                .await
+                .is_err()
+        );
     }
 
     #[tokio::test]

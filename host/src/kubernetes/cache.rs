@@ -89,35 +89,22 @@ impl Caches {
                 (Some(ns), true) => Api::namespaced_with(self.client.clone(), ns, &resolved.resource),
                 _ => Api::all_with(self.client.clone(), &resolved.resource),
             };
-            let writer = reflector::store::Writer::new(resolved.resource.clone());
-            let store = writer.as_reader();
             let subscribers: Subscribers = Arc::default();
-            let fan_out = subscribers.clone();
             let index = Arc::new(LabelIndex::default());
-            let indexer = index.clone();
             let label = format!(
                 "{kind}{}",
                 scope.as_ref().map(|s| format!(" in {s}")).unwrap_or_default()
             );
-            let stream = watcher(api, watcher::Config::default())
-                .default_backoff()
-                .modify(|o| o.metadata.managed_fields = None)
-                .reflect(writer);
-            let task = tokio::spawn(async move {
-                let mut stream = std::pin::pin!(stream);
-                while let Some(event) = stream.next().await {
-                    if let Ok(event) = &event {
-                        indexer.apply(event);
-                    }
-                    match event {
-                        Ok(Event::Apply(o) | Event::InitApply(o) | Event::Delete(o)) => {
-                            broadcast(&fan_out, o)
-                        }
-                        Ok(_) => {}
-                        Err(e) => tracing::warn!(cache = %label, error = %e, "watch failed; retrying"),
-                    }
-                }
-            });
+            let writer = reflector::store::Writer::new(resolved.resource.clone());
+            let store = writer.as_reader();
+            let task = tokio::spawn(follow(
+                api,
+                writer,
+                resolved.resource.clone(),
+                index.clone(),
+                subscribers.clone(),
+                label,
+            ));
             entries.insert(
                 key,
                 Entry {
@@ -156,13 +143,9 @@ impl Caches {
             let entry = entries.get(&(kind.clone(), self.scope.scope_of(namespace)))?;
             (entry.store.clone(), entry.index.clone(), entry.resource.clone())
         };
-        let no_labels = Default::default();
-        let selected = index
-            .candidates(namespace, selector)
-            .into_iter()
-            .filter_map(|name| store.get(&ObjectRef::new_with(&name, resource.clone()).within(namespace)))
-            .filter(|o| selector.matches(o.metadata.labels.as_ref().unwrap_or(&no_labels)))
-            .collect();
+        let selected = index.select(namespace, selector, |name| {
+            store.get(&ObjectRef::new_with(name, resource.clone()).within(namespace))
+        });
         Some(selected)
     }
 
@@ -231,8 +214,43 @@ pub(crate) async fn wait_synced(store: &Store<DynamicObject>) {
     }
 }
 
-fn broadcast(subscribers: &Subscribers, object: DynamicObject) {
-    let object = Arc::new(object);
+/// Follows one watch: applies each event to the store and the label index together (a list never sees
+/// one without the other), then hands the object to the controllers. A changed object is handed on as the
+/// store holds it, not copied.
+async fn follow(
+    api: Api<DynamicObject>,
+    mut writer: reflector::store::Writer<DynamicObject>,
+    resource: ApiResource,
+    index: Arc<LabelIndex>,
+    subscribers: Subscribers,
+    label: String,
+) {
+    let store = writer.as_reader();
+    let stream = watcher(api, watcher::Config::default())
+        .default_backoff()
+        .modify(|o| o.metadata.managed_fields = None);
+    let mut stream = std::pin::pin!(stream);
+    while let Some(event) = stream.next().await {
+        let event = match event {
+            Ok(event) => event,
+            Err(e) => {
+                tracing::warn!(cache = %label, error = %e, "watch failed; retrying");
+                continue;
+            }
+        };
+        index.apply(&event, || writer.apply_watcher_event(&event));
+        let object = match event {
+            Event::Apply(o) => store
+                .get(&ObjectRef::from_obj_with(&o, resource.clone()))
+                .unwrap_or_else(|| Arc::new(o)),
+            Event::InitApply(o) | Event::Delete(o) => Arc::new(o),
+            Event::Init | Event::InitDone => continue,
+        };
+        broadcast(&subscribers, object);
+    }
+}
+
+fn broadcast(subscribers: &Subscribers, object: Arc<DynamicObject>) {
     subscribers
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -12,7 +12,7 @@
 
 use std::{
     collections::{BTreeSet, HashMap},
-    sync::Mutex,
+    sync::{Arc, Mutex},
 };
 
 use kube::{api::DynamicObject, runtime::watcher::Event};
@@ -85,7 +85,7 @@ impl Index {
 
     /// The names of the objects in `namespace` that may match `selector`, in name order: a superset of
     /// those that do.
-    fn candidates(&self, namespace: &str, selector: &Selector) -> Vec<String> {
+    fn candidates(&self, namespace: &str, selector: &Selector) -> Vec<&str> {
         let mut smallest: Option<&BTreeSet<String>> = None;
         for (k, v) in selector.required_pairs() {
             let label = (namespace.to_string(), k.to_string(), v.to_string());
@@ -98,7 +98,7 @@ impl Index {
         }
         smallest
             .or_else(|| self.by_namespace.get(namespace))
-            .map(|names| names.iter().cloned().collect())
+            .map(|names| names.iter().map(String::as_str).collect())
             .unwrap_or_default()
     }
 }
@@ -112,13 +112,16 @@ pub(crate) struct LabelIndex {
 }
 
 impl LabelIndex {
-    /// Follows one watch event (after the store has applied it).
-    pub(crate) fn apply(&self, event: &Event<DynamicObject>) {
+    /// Follows one watch event: `update_store` applies it to the cache's store while the index is locked,
+    /// so that a [`select`](Self::select) sees both before or both after.
+    pub(crate) fn apply(&self, event: &Event<DynamicObject>, update_store: impl FnOnce()) {
+        let mut live = lock(&self.live);
+        update_store();
         match event {
-            Event::Apply(object) => lock(&self.live).insert(object),
+            Event::Apply(object) => live.insert(object),
             Event::Delete(object) => {
                 if let Some(key) = object_key(object) {
-                    lock(&self.live).remove(&key);
+                    live.remove(&key);
                 }
             }
             Event::Init => *lock(&self.relist) = Some(Index::default()),
@@ -129,15 +132,27 @@ impl LabelIndex {
             }
             Event::InitDone => {
                 if let Some(index) = lock(&self.relist).take() {
-                    *lock(&self.live) = index;
+                    *live = index;
                 }
             }
         }
     }
 
-    /// The names of the objects in `namespace` that may match `selector` (a superset), in name order.
-    pub(crate) fn candidates(&self, namespace: &str, selector: &Selector) -> Vec<String> {
-        lock(&self.live).candidates(namespace, selector)
+    /// The objects in `namespace` that match `selector`, in name order, fetched from the store with `get`
+    /// while the index is locked.
+    pub(crate) fn select(
+        &self,
+        namespace: &str,
+        selector: &Selector,
+        get: impl Fn(&str) -> Option<Arc<DynamicObject>>,
+    ) -> Vec<Arc<DynamicObject>> {
+        let no_labels = Default::default();
+        let live = lock(&self.live);
+        live.candidates(namespace, selector)
+            .iter()
+            .filter_map(|name| get(name))
+            .filter(|o| selector.matches(o.metadata.labels.as_ref().unwrap_or(&no_labels)))
+            .collect()
     }
 }
 
@@ -174,7 +189,15 @@ mod tests {
     }
 
     fn listed(index: &LabelIndex, namespace: &str, text: &str) -> Vec<String> {
-        index.candidates(namespace, &selector(text))
+        lock(&index.live)
+            .candidates(namespace, &selector(text))
+            .into_iter()
+            .map(str::to_string)
+            .collect()
+    }
+
+    fn apply(index: &LabelIndex, event: Event<DynamicObject>) {
+        index.apply(&event, || {});
     }
 
     #[test]
@@ -182,17 +205,23 @@ mod tests {
         let index = LabelIndex::default();
         for i in 0..50 {
             let cluster = format!("c{i}");
-            index.apply(&Event::Apply(object(
-                "ns",
-                &format!("{cluster}-head"),
-                &[("ray.io/cluster", &cluster), ("kind", "pod")],
-            )));
+            apply(
+                &index,
+                Event::Apply(object(
+                    "ns",
+                    &format!("{cluster}-head"),
+                    &[("ray.io/cluster", &cluster), ("kind", "pod")],
+                )),
+            );
         }
-        index.apply(&Event::Apply(object(
-            "other",
-            "c1-head",
-            &[("ray.io/cluster", "c1"), ("kind", "pod")],
-        )));
+        apply(
+            &index,
+            Event::Apply(object(
+                "other",
+                "c1-head",
+                &[("ray.io/cluster", "c1"), ("kind", "pod")],
+            )),
+        );
         assert_eq!(
             listed(&index, "ns", "kind=pod,ray.io/cluster=c1"),
             vec!["c1-head"]
@@ -207,11 +236,11 @@ mod tests {
     #[test]
     fn follows_label_changes_and_deletions() {
         let index = LabelIndex::default();
-        index.apply(&Event::Apply(object("ns", "a", &[("app", "x")])));
-        index.apply(&Event::Apply(object("ns", "a", &[("app", "y")])));
+        apply(&index, Event::Apply(object("ns", "a", &[("app", "x")])));
+        apply(&index, Event::Apply(object("ns", "a", &[("app", "y")])));
         assert!(listed(&index, "ns", "app=x").is_empty());
         assert_eq!(listed(&index, "ns", "app=y"), vec!["a"]);
-        index.apply(&Event::Delete(object("ns", "a", &[("app", "y")])));
+        apply(&index, Event::Delete(object("ns", "a", &[("app", "y")])));
         assert!(listed(&index, "ns", "app=y").is_empty());
         assert!(listed(&index, "ns", "").is_empty());
         let inner = lock(&index.live);
@@ -221,12 +250,12 @@ mod tests {
     #[test]
     fn a_relist_replaces_the_index_once_complete() {
         let index = LabelIndex::default();
-        index.apply(&Event::Apply(object("ns", "gone", &[("app", "x")])));
-        index.apply(&Event::Init);
-        index.apply(&Event::InitApply(object("ns", "new", &[("app", "x")])));
+        apply(&index, Event::Apply(object("ns", "gone", &[("app", "x")])));
+        apply(&index, Event::Init);
+        apply(&index, Event::InitApply(object("ns", "new", &[("app", "x")])));
         // Until the re-list is done, readers see the old index, as the store's readers do.
         assert_eq!(listed(&index, "ns", "app=x"), vec!["gone"]);
-        index.apply(&Event::InitDone);
+        apply(&index, Event::InitDone);
         assert_eq!(listed(&index, "ns", "app=x"), vec!["new"]);
     }
 }

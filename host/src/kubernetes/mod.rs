@@ -32,7 +32,7 @@ use serde_json::Value;
 
 use self::{
     events::EventRecorders,
-    overlay::{CachedMeta, Key, Overlay},
+    overlay::{Key, Overlay},
     unchanged::LastApplied,
 };
 use crate::{metrics::Metrics, sandbox::host_api::HostResult};
@@ -148,12 +148,7 @@ impl KubeBridge {
                     .collect::<HostResult<Vec<Value>>>()?
             }
         };
-        let in_cache = |name: &str| {
-            self.caches
-                .get(kind, namespace, name)
-                .flatten()
-                .map(|o| CachedMeta::of(&o.metadata))
-        };
+        let in_cache = |name: &str| self.caches.get(kind, namespace, name).flatten();
         Ok(self
             .overlay
             .merge_list(kind, namespace, cached, &selector, in_cache))

@@ -5,11 +5,11 @@
 
 use std::{
     collections::HashMap,
-    sync::Mutex,
+    sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
-use kube::api::ObjectMeta;
+use kube::api::{DynamicObject, ObjectMeta};
 use kuberay_plugin_sdk::{Kind, selector::Selector};
 use serde_json::Value;
 
@@ -175,6 +175,10 @@ fn resolve(entry: &Entry, cached: Option<&CachedMeta>) -> (bool, View) {
     }
 }
 
+fn selects(selector: &Selector, object: &DynamicObject) -> bool {
+    selector.matches(object.metadata.labels.as_ref().unwrap_or(&Default::default()))
+}
+
 fn written(entry: &Entry) -> Option<&Value> {
     match entry {
         Entry::Written { object, .. } => Some(object),
@@ -239,15 +243,16 @@ impl Overlay {
     }
 
     /// A list (`listed`, already filtered by `selector`) with the overlay applied: recent writes added or
-    /// replaced, recent deletions removed. `cached` tells what the cache holds of an object the list does
-    /// not show (one that does not match the selector). Entries the cache has caught up with are dropped.
+    /// replaced, recent deletions removed. `cached` looks up what the cache holds of an object the list
+    /// does not show: one that does not match the selector, or one the list missed because the cache's
+    /// label index is an event behind its store. Entries the cache has caught up with are dropped.
     pub(crate) fn merge_list(
         &self,
         kind: &Kind,
         namespace: &str,
         listed: Vec<Value>,
         selector: &Selector,
-        cached: impl Fn(&str) -> Option<CachedMeta>,
+        cached: impl Fn(&str) -> Option<Arc<DynamicObject>>,
     ) -> Vec<Value> {
         let mut entries = self.lock();
         let group_key = (kind.clone(), namespace.to_string());
@@ -260,13 +265,22 @@ impl Overlay {
             .collect();
         let before = group.len();
         group.retain(|name, entry| {
-            let meta = match by_name.get(name) {
-                Some(object) => Some(CachedMeta::of_json(object)),
-                None => cached(name),
+            let (meta, unlisted) = match by_name.get(name) {
+                Some(object) => (Some(CachedMeta::of_json(object)), None),
+                None => {
+                    let object = cached(name);
+                    (object.as_ref().map(|o| CachedMeta::of(&o.metadata)), object)
+                }
             };
             let (keep, view) = resolve(entry, meta.as_ref());
             match (view, written(entry)) {
-                (View::Cached, _) => {}
+                (View::Cached, _) => {
+                    if let Some(object) = unlisted.filter(|o| selects(selector, o))
+                        && let Ok(object) = serde_json::to_value(&*object)
+                    {
+                        by_name.insert(name.clone(), object);
+                    }
+                }
                 (View::Written, Some(object)) if selector.matches_object(object) => {
                     by_name.insert(name.clone(), object.clone());
                 }
@@ -306,6 +320,10 @@ mod tests {
 
     fn pod(name: &str, uid: &str, rv: &str) -> Value {
         json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "uid": uid, "resourceVersion": rv, "labels": {"app": "x"}}})
+    }
+
+    fn dynamic(object: Value) -> Arc<DynamicObject> {
+        Arc::new(serde_json::from_value(object).unwrap())
     }
 
     fn key(name: &str) -> Key {
@@ -393,13 +411,7 @@ mod tests {
     fn a_list_that_does_not_select_an_object_keeps_its_pending_deletion() {
         let overlay = Overlay::default();
         overlay.record_delete(key("a"), Some("u1".into()));
-        let still_cached = |name: &str| {
-            (name == "a").then(|| CachedMeta {
-                resource_version: Some(5),
-                uid: Some("u1".into()),
-                terminating: false,
-            })
-        };
+        let still_cached = |name: &str| (name == "a").then(|| dynamic(pod("a", "u1", "5")));
         let other = Selector::parse("app=y").unwrap_or_default();
         let listed = overlay.merge_list(&Kind::new("", "v1", "Pod"), "ns", vec![], &other, still_cached);
         assert!(listed.is_empty());
@@ -428,5 +440,19 @@ mod tests {
                 .is_empty()
         );
         assert_eq!(overlay.len(), 1);
+    }
+
+    #[test]
+    fn an_object_the_list_missed_but_the_cache_has_is_listed() {
+        // The cache has caught up with the write, but the list (from the label index, an event behind)
+        // does not show it: the entry goes, the cached object is listed.
+        let overlay = Overlay::default();
+        overlay.record_write(key("c"), pod("c", "u3", "10"));
+        let kind = Kind::new("", "v1", "Pod");
+        let mine = Selector::parse("app=x").unwrap_or_default();
+        let cache = |name: &str| (name == "c").then(|| dynamic(pod("c", "u3", "11")));
+        let listed = overlay.merge_list(&kind, "ns", vec![], &mine, cache);
+        assert_eq!(listed, vec![pod("c", "u3", "11")]);
+        assert_eq!(overlay.len(), 0);
     }
 }
