@@ -20,6 +20,12 @@ pub(crate) use kuberay_rules::subset::is_subset;
 /// costs one write that could have been skipped.
 const CAP: usize = 50_000;
 
+/// The parts of an object a plugin's writes are remembered for: the object, its status, and a label-only
+/// apply (`crate::plugin_host::labels`).
+pub(crate) const OBJECT: &str = "";
+pub(crate) const STATUS: &str = "status";
+pub(crate) const LABELS: &str = "labels";
+
 /// An intent's hash and the tick it was last used at, per object and subresource.
 type Hashes = HashMap<(Key, &'static str), (u64, u64)>;
 
@@ -72,8 +78,12 @@ impl LastApplied {
         self.clock.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Forgets what was applied to an object (deleted), without walking the other entries.
     pub(crate) fn forget(&self, key: &Key) {
-        self.lock().retain(|(k, _), _| k != key);
+        let mut hashes = self.lock();
+        for part in [OBJECT, STATUS, LABELS] {
+            hashes.remove(&(key.clone(), part));
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Hashes> {

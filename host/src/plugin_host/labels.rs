@@ -15,14 +15,13 @@ use crate::{
     kubernetes::{
         errors::from_kube,
         label_only, to_json,
-        unchanged::{intent_hash, is_subset},
+        unchanged::{LABELS, intent_hash, is_subset},
     },
     policy::guard,
     sandbox::host_api::HostResult,
 };
 
 /// Separates the label intents' last-applied hashes from the object's own.
-const LABELS: &str = "labels";
 
 impl PluginHost {
     /// Applies the labels of `object` to `current`, which the reconciled object controls through an object

@@ -18,7 +18,7 @@ use crate::{
         overlay::Key,
         ownership::{self, controlled_by},
         strip_host_condition, to_json,
-        unchanged::{intent_hash, is_subset},
+        unchanged::{self, intent_hash, is_subset},
     },
     policy::guard,
     sandbox::host_api::HostResult,
@@ -193,7 +193,7 @@ impl PluginHost {
             return Err(forbidden(format!("{kind} {name}: {message}")));
         }
         if let Some(current) = current
-            && self.kube.applied.same_as_last(&key, "", hash)
+            && self.kube.applied.same_as_last(&key, unchanged::OBJECT, hash)
             && is_subset(&object, &current)
         {
             self.kube.metrics().write(&self.plugin, "apply", false);
@@ -206,7 +206,7 @@ impl PluginHost {
             .map_err(from_kube)?;
         self.kube.metrics().write(&self.plugin, "apply", true);
         let applied = to_json(&applied)?;
-        self.kube.applied.record(key.clone(), "", hash);
+        self.kube.applied.record(key.clone(), unchanged::OBJECT, hash);
         self.kube.overlay.record_write(key, applied.clone());
         Ok(applied)
     }
@@ -227,7 +227,7 @@ impl PluginHost {
         });
         let hash = intent_hash(&intent);
         let current = self.primary_now().await?;
-        if self.kube.applied.same_as_last(&key, "status", hash)
+        if self.kube.applied.same_as_last(&key, unchanged::STATUS, hash)
             && is_subset(&json!({"status": status}), &current)
         {
             self.kube.metrics().write(&self.plugin, "apply-status", false);
@@ -240,7 +240,7 @@ impl PluginHost {
             .await
             .map_err(from_kube)?;
         self.kube.metrics().write(&self.plugin, "apply-status", true);
-        self.kube.applied.record(key.clone(), "status", hash);
+        self.kube.applied.record(key.clone(), unchanged::STATUS, hash);
         self.kube.overlay.record_write(key, to_json(&applied)?);
         Ok(())
     }
