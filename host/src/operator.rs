@@ -15,7 +15,10 @@ use std::{
 use kube::Client;
 use kuberay_plugin_sdk::Kind;
 use kuberay_rayhead::RoutingOptions;
-use tokio::{sync::watch, task::JoinSet};
+use tokio::{
+    sync::{oneshot, watch},
+    task::JoinSet,
+};
 
 use crate::{
     controller::{self, Failures, Permits, Shared},
@@ -267,15 +270,30 @@ pub async fn run_with_metrics(
     );
 
     let mut running: BTreeSet<Kind> = BTreeSet::new();
+    let mut registrations = Vec::new();
+    // Each controller says when it has registered its caches (or failed its first start), so that
+    // readiness waits for exactly the caches of the plugins loaded at start-up.
     let start = |kind: Kind, tasks: &mut JoinSet<()>| {
         let (shared, stop) = (shared.clone(), stop_rx.clone());
         let concurrency = config.concurrency;
+        let (registered_tx, registered_rx) = oneshot::channel();
         tasks.spawn(async move {
             // A kind whose CRD is not installed yet (or not yet in discovery, right after it was applied)
             // is retried rather than given up: the operator must not need a restart once the CRD is there.
             let mut attempt: u32 = 0;
-            let run = || controller::run(kind.clone(), shared.clone(), concurrency, stopped(stop.clone()));
-            while let Err(e) = run().await {
+            let mut registered = Some(registered_tx);
+            loop {
+                let run = controller::run(
+                    kind.clone(),
+                    shared.clone(),
+                    concurrency,
+                    stopped(stop.clone()),
+                    &mut registered,
+                );
+                let Err(e) = run.await else {
+                    break;
+                };
+                registered = None;
                 attempt = attempt.saturating_add(1);
                 let retry_in = CONTROLLER_START_RETRY.saturating_mul(attempt.min(6));
                 tracing::warn!(
@@ -288,6 +306,7 @@ pub async fn run_with_metrics(
                 }
             }
         });
+        registered_rx
     };
     // Watching starts before the first scan, so a plugin that lands in between is not missed.
     let mut watch = config
@@ -300,7 +319,7 @@ pub async fn run_with_metrics(
             }
             for kind in report.new_kinds {
                 running.insert(kind.clone());
-                start(kind, &mut tasks);
+                registrations.push(start(kind, &mut tasks));
             }
         }
         Err(e) => tracing::error!(error = %e, "could not read the plugin directory"),
@@ -309,8 +328,9 @@ pub async fn run_with_metrics(
     {
         let (bridge, ready) = (bridge.clone(), ready.clone());
         tasks.spawn(async move {
-            // Controllers start their caches; give them a moment to register before waiting on them.
-            tokio::time::sleep(Duration::from_millis(200)).await;
+            for registered in registrations {
+                let _ = registered.await;
+            }
             bridge.caches.wait_ready().await;
             ready.store(true, Ordering::Relaxed);
             tracing::info!("caches synced; ready");
@@ -327,7 +347,7 @@ pub async fn run_with_metrics(
                 Ok(report) => {
                     for kind in report.new_kinds {
                         if running.insert(kind.clone()) {
-                            start(kind, &mut tasks);
+                            drop(start(kind, &mut tasks));
                         }
                     }
                 }

@@ -51,6 +51,7 @@ pub(crate) async fn run(
     shared: Arc<Shared>,
     concurrency: u16,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+    registered: &mut Option<tokio::sync::oneshot::Sender<()>>,
 ) -> Result<(), ControllerError> {
     // Only owned kinds the policy granted are watched, and never Secrets: the operator is not given list
     // and watch on them, and a plugin reads the few it may by name.
@@ -95,6 +96,9 @@ pub(crate) async fn run(
                 message: e.to_string(),
             })?;
         owned.push((child.clone(), child_resolved));
+    }
+    if let Some(registered) = registered.take() {
+        let _ = registered.send(());
     }
     let context = Arc::new(KindContext {
         kind: kind.clone(),
