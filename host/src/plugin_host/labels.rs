@@ -21,8 +21,6 @@ use crate::{
     sandbox::host_api::HostResult,
 };
 
-/// Separates the label intents' last-applied hashes from the object's own.
-
 impl PluginHost {
     /// Applies the labels of `object` to `current`, which the reconciled object controls through an object
     /// it owns (the caller checked that), or refuses anything else.
