@@ -7,7 +7,7 @@
 use std::{
     sync::{
         Arc,
-        atomic::{AtomicBool, Ordering},
+        atomic::{AtomicBool, AtomicUsize, Ordering},
     },
     thread::JoinHandle,
     time::Duration,
@@ -87,38 +87,113 @@ pub(crate) fn engine(settings: EngineConfig) -> wasmtime::Result<Engine> {
     Engine::new(&base_config())
 }
 
-/// Advances the engine's epoch every [`EPOCH_TICK`] on a dedicated thread until dropped.
+/// Advances the engine's epoch every [`EPOCH_TICK`] on a dedicated thread until dropped, while a guest may
+/// be running: between calls the thread sleeps without a timer, so an idle operator does not wake a
+/// hundred times a second.
 pub(crate) struct EpochTicker {
-    stop: Arc<AtomicBool>,
+    shared: Arc<TickerState>,
     thread: Option<JoinHandle<()>>,
+}
+
+#[derive(Default)]
+struct TickerState {
+    stop: AtomicBool,
+    /// Calls under way ([`Running`] guards).
+    running: AtomicUsize,
+}
+
+/// Held while a guest may run (a call, a plugin's metadata at load); the clock ticks while any is held.
+pub(crate) struct Running {
+    shared: Arc<TickerState>,
 }
 
 impl EpochTicker {
     pub(crate) fn start(engine: &Engine) -> Self {
         let weak = engine.weak();
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
+        Self::start_with(move || weak.upgrade().map(|engine| engine.increment_epoch()).is_some())
+    }
+
+    /// Calls `tick` every [`EPOCH_TICK`] while a guest runs, until dropped or `tick` returns false.
+    fn start_with(tick: impl Fn() -> bool + Send + 'static) -> Self {
+        let shared = Arc::new(TickerState::default());
+        let state = shared.clone();
         let thread = std::thread::Builder::new()
             .name("wasm-epoch".into())
             .spawn(move || {
-                while !flag.load(Ordering::Relaxed) {
+                while !state.stop.load(Ordering::Acquire) {
+                    if state.running.load(Ordering::Acquire) == 0 {
+                        // Woken by the next call (an unpark before this park makes it return at once).
+                        std::thread::park();
+                        continue;
+                    }
                     std::thread::sleep(EPOCH_TICK);
-                    match weak.upgrade() {
-                        Some(engine) => engine.increment_epoch(),
-                        None => return,
+                    if !tick() {
+                        return;
                     }
                 }
             })
             .ok();
-        Self { stop, thread }
+        Self { shared, thread }
+    }
+
+    /// Marks a guest as running until the guard is dropped.
+    pub(crate) fn running(&self) -> Running {
+        if self.shared.running.fetch_add(1, Ordering::AcqRel) == 0
+            && let Some(thread) = &self.thread
+        {
+            thread.thread().unpark();
+        }
+        Running {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.shared.running.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
 impl Drop for EpochTicker {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        self.shared.stop.store(true, Ordering::Release);
         if let Some(thread) = self.thread.take() {
+            thread.thread().unpark();
             let _ = thread.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_clock_ticks_only_while_a_guest_runs() {
+        let ticks = Arc::new(AtomicUsize::new(0));
+        let counted = ticks.clone();
+        let ticker = EpochTicker::start_with(move || {
+            counted.fetch_add(1, Ordering::Relaxed);
+            true
+        });
+        std::thread::sleep(EPOCH_TICK * 10);
+        assert_eq!(ticks.load(Ordering::Relaxed), 0, "ticked while idle");
+        let running = ticker.running();
+        std::thread::sleep(EPOCH_TICK * 10);
+        assert!(
+            ticks.load(Ordering::Relaxed) >= 2,
+            "did not tick while a guest ran"
+        );
+        drop(running);
+        std::thread::sleep(EPOCH_TICK * 3);
+        let settled = ticks.load(Ordering::Relaxed);
+        std::thread::sleep(EPOCH_TICK * 10);
+        assert_eq!(
+            ticks.load(Ordering::Relaxed),
+            settled,
+            "kept ticking after the call"
+        );
+        drop(ticker);
     }
 }

@@ -60,7 +60,7 @@ pub struct Sandbox {
     metrics: Metrics,
     by_kind: RwLock<HashMap<Kind, PluginSlot>>,
     files: Mutex<HashMap<PathBuf, FileState>>,
-    _ticker: EpochTicker,
+    ticker: EpochTicker,
 }
 
 /// Why the sandbox could not be set up or scan its directory.
@@ -99,12 +99,13 @@ impl Sandbox {
             metrics,
             by_kind: RwLock::default(),
             files: Mutex::default(),
-            _ticker: ticker,
+            ticker,
         }))
     }
 
     /// Loads one plugin file without registering it.
     pub async fn load_file(&self, path: &Path) -> Result<LoadedPlugin, LoadError> {
+        let _running = self.ticker.running();
         plugin::load(
             &self.engine,
             &self.linker,
@@ -338,6 +339,7 @@ impl Sandbox {
         object: String,
         attempt: u32,
     ) -> Result<Option<std::time::Duration>, CallFailure> {
+        let _running = self.ticker.running();
         let started = std::time::Instant::now();
         let state = CallState::new(context, &self.config.limits);
         let request = super::bindings::wit_reconciler::Request { object, attempt };
