@@ -287,7 +287,9 @@ pub fn compute(
         };
     }
     status.endpoints = (!ends.is_empty()).then_some(ends);
-    status.head = Some(head_info);
+    // KubeRay writes `head: {}` once neither head Pod nor Service is left; through server-side apply an
+    // emptied map becomes null, which the CRD's schema refuses, so an empty head is left out instead.
+    status.head = (head_info != HeadInfo::default()).then_some(head_info);
 
     if status.state != old.state
         && let Some(state) = &status.state
