@@ -33,6 +33,9 @@ use crate::{
 /// The namespace of the operators' ServiceAccounts; the audit log records this group's requests.
 const IDENTITY_NAMESPACE: &str = "kuberay-scale";
 
+/// Left out of both the bring-up and the steady-state window.
+const SETTLE: Duration = Duration::from_secs(5);
+
 #[derive(Debug, Parser)]
 #[command(about = "RayCluster and RayJob scale benchmark: kuberay-wasm against the KubeRay operator")]
 struct Args {
@@ -48,9 +51,12 @@ struct Args {
     /// Objects created per second.
     #[arg(long, default_value_t = 100.0)]
     rate: f64,
-    /// Longest wait for a workload to be done, or a namespace to be gone, in seconds.
+    /// Longest wait for a workload to be done, in seconds.
     #[arg(long, default_value_t = 1800)]
     timeout_secs: u64,
+    /// Longest wait for a run's namespace to be gone, in seconds (the run is then reported without it).
+    #[arg(long, default_value_t = 300)]
+    delete_timeout_secs: u64,
     /// Only these operators (kuberay-c1, kuberay-c8, kuberay-wasm); all by default.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
@@ -264,6 +270,7 @@ async fn run_one(
     n: usize,
 ) -> Result<RunResult> {
     let timeout = Duration::from_secs(ctx.args.timeout_secs);
+    let delete_timeout = Duration::from_secs(ctx.args.delete_timeout_secs);
     let head = match workload {
         Workload::RayClusters => HeadMode::None,
         Workload::RayJobs => HeadMode::Fake,
@@ -309,12 +316,29 @@ async fn run_one(
         Workload::RayClusters => Duration::from_secs(ctx.args.steady_secs),
         Workload::RayJobs => Duration::ZERO,
     };
+    // The steady-state window opens a few seconds after the last object reached its goal, so that writes the
+    // operator makes just after (e.g. a status it patches once more) count in neither window.
+    let (at_steady, audit_steady) = if steady.is_zero() {
+        (at_done, audit_done)
+    } else {
+        tokio::time::sleep(SETTLE).await;
+        (sampler.latest(op.pid), ctx.audit_log.as_deref().map(audit::mark))
+    };
     tokio::time::sleep(steady).await;
     let at_end = sampler.latest(op.pid);
     let audit_end = ctx.audit_log.as_deref().map(audit::mark);
     let metrics = op.metrics().await.unwrap_or_default();
+    // The namespace goes while the operator still runs: KubeRay's RayJobs carry a finalizer only it removes.
+    let namespace_delete = workload::delete_namespace(&ctx.admin, ns.name(), delete_timeout).await;
     op.stop().await?;
     drop(sampler);
+    let namespace_delete_s = match namespace_delete {
+        Ok(took) => took.as_secs_f64(),
+        Err(e) => {
+            tracing::error!(error = %format!("{e:#}"), "the namespace is not gone; going on");
+            f64::NAN
+        }
+    };
 
     let (name, needle) = flavor.reconcile_histogram(workload.kind());
     let buckets = histogram::buckets(&metrics, name, &[&needle]);
@@ -323,7 +347,6 @@ async fn run_one(
         let path = ctx.audit_log.as_deref()?;
         audit::count_between(path, from?, to?, &user).ok()
     };
-    let namespace_delete = workload::delete_namespace(&ctx.admin, ns.name(), timeout).await?;
     let done_s = timing.first_create_to_done.as_secs_f64();
     Ok(RunResult {
         operator: flavor.key().to_string(),
@@ -334,15 +357,16 @@ async fn run_one(
         per_minute: n as f64 * 60.0 / done_s,
         failed: timing.failed,
         cpu_bringup_s: at_done.cpu_ticks as f64 / ticks,
-        cpu_steady_s: at_end.cpu_ticks.saturating_sub(at_done.cpu_ticks) as f64 / ticks,
+        cpu_steady_s: at_end.cpu_ticks.saturating_sub(at_steady.cpu_ticks) as f64 / ticks,
         steady_s: steady.as_secs_f64(),
         peak_rss_mib: at_end.peak_rss_kib as f64 / 1024.0,
         requests_bringup: counts(audit_start, audit_done),
-        requests_steady: counts(audit_done, audit_end),
+        requests_settle: counts(audit_done, audit_steady),
+        requests_steady: counts(audit_steady, audit_end),
         reconciles: histogram::count(&metrics, name, &[&needle]),
         reconcile_p50_ms: ms(0.5),
         reconcile_p90_ms: ms(0.9),
         reconcile_p99_ms: ms(0.99),
-        namespace_delete_s: namespace_delete.as_secs_f64(),
+        namespace_delete_s,
     })
 }

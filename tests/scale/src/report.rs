@@ -21,6 +21,8 @@ pub struct RunResult {
     pub steady_s: f64,
     pub peak_rss_mib: f64,
     pub requests_bringup: Option<RequestCounts>,
+    /// The few seconds between the bring-up and the steady-state window.
+    pub requests_settle: Option<RequestCounts>,
     pub requests_steady: Option<RequestCounts>,
     pub reconciles: f64,
     pub reconcile_p50_ms: Option<f64>,
@@ -70,6 +72,9 @@ const RAYCLUSTER_ROWS: &[Row] = &[
     ("· update", |r| verb(r, "update")),
     ("· patch", |r| verb(r, "patch")),
     ("· delete", |r| verb(r, "delete")),
+    ("API writes in the 5 s after all `ready`", |r| {
+        r.requests_settle.as_ref().map(|c| c.writes as f64)
+    }),
     ("API requests per minute in steady state", |r| {
         r.requests_steady.as_ref().map(|c| r.per_min(c.total))
     }),
@@ -80,7 +85,7 @@ const RAYCLUSTER_ROWS: &[Row] = &[
     ("reconcile p50 (ms)", |r| r.reconcile_p50_ms),
     ("reconcile p90 (ms)", |r| r.reconcile_p90_ms),
     ("reconcile p99 (ms)", |r| r.reconcile_p99_ms),
-    ("namespace deletion until gone (s)", |r| {
+    ("namespace deletion until gone, operator running (s)", |r| {
         Some(r.namespace_delete_s)
     }),
 ];
