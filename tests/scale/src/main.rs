@@ -67,10 +67,12 @@ struct Args {
 
 #[tokio::main]
 async fn main() -> Result<()> {
+    let filter = std::env::var("RUST_LOG")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "info,kube=warn".into());
     tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,kube=warn".into()),
-        )
+        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
         .with_writer(std::io::stderr)
         .init();
     // The audit opt-in is read by the environment's supervisor, a child: make sure it inherits it.
