@@ -268,8 +268,10 @@ async fn a_namespace_of_many_pods_is_deleted_completely() {
 
     ns.delete(&client).await.unwrap();
     let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
-    eventually("the namespace and its pods to go", Duration::from_secs(300), || async {
-        namespaces.get_opt(ns.name()).await.ok()?.is_none().then_some(())
-    })
+    eventually(
+        "the namespace and its pods to go",
+        Duration::from_secs(300),
+        || async { namespaces.get_opt(ns.name()).await.ok()?.is_none().then_some(()) },
+    )
     .await;
 }
