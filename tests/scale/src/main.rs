@@ -188,6 +188,8 @@ async fn benchmark(args: &Args, env: &TestEnv, bins: &Binaries, out_dir: &Path) 
             let result = run_one(&ctx, *flavor, kubeconfig, workload, n).await?;
             tracing::info!(result = %serde_json::to_string(&result)?, "run done");
             results.push(result);
+            let so_far: Vec<RunResult> = all.iter().chain(&results).cloned().collect();
+            write_results(out_dir, stamp, &so_far)?;
         }
         let title = match workload {
             Workload::RayClusters => format!("N = {n} RayClusters (1 head + 2 workers each)"),

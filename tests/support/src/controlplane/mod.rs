@@ -168,6 +168,10 @@ impl ControlPlane {
             format!("--root-ca-file={}", plane.pki.ca_cert.display()),
             format!("--service-cluster-ip-range={SERVICE_CIDR}"),
             "--leader-elect=false".to_string(),
+            // The default client limit (20 requests/s) makes the garbage collector, which deletes each Pod a
+            // deleted RayCluster owned with a GET and a DELETE, take about 7 minutes for 1,000 clusters.
+            "--kube-api-qps=200".to_string(),
+            "--kube-api-burst=400".to_string(),
             "--bind-address=127.0.0.1".to_string(),
             format!("--secure-port={}", free_port()?),
             format!("--cert-dir={}", dir.join("controller-manager-certs").display()),
