@@ -70,10 +70,11 @@ async fn main() -> Result<()> {
     let filter = std::env::var("RUST_LOG")
         .ok()
         .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| "info,kube=warn".into());
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
-        .with_writer(std::io::stderr)
+        .unwrap_or_else(|| "info,kube_client=warn,kube_runtime=warn".into());
+    use tracing_subscriber::prelude::*;
+    tracing_subscriber::registry()
+        .with(tracing_subscriber::EnvFilter::new(filter))
+        .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
         .init();
     // The audit opt-in is read by the environment's supervisor, a child: make sure it inherits it.
     if std::env::var_os(AUDIT_GROUPS_ENV).is_none() {
