@@ -18,6 +18,7 @@ help:
 	@echo "make apiserver     build the REST/gRPC backend (target/debug/kuberay-apiserver)"
 	@echo "make bench         measure a plugin call against the same logic compiled natively"
 	@echo "make bench-apiserver  REST get/list of clusters through kuberay-apiserver against direct API calls"
+	@echo "make scale         RayCluster/RayJob scale benchmark against the KubeRay operator (SCALE_ARGS=\"--sizes 100\")"
 	@echo "make tools         build the control-plane binaries, grpcurl, the Ray and API-tools virtualenvs and the wasm target;"
 	@echo "                   fetch the Gateway API CRDs"
 	@echo "make hash-table    regenerate the table of KubeRay's Go types behind the spec hashes (kuberay-rules)"
@@ -25,7 +26,7 @@ help:
 
 ## Prerequisites ------------------------------------------------------------------------------------------
 
-.PHONY: tools control-plane ray apitools grpcurl kuberay-hash gateway-api wasm-target
+.PHONY: tools control-plane ray apitools grpcurl kuberay-hash kuberay-operator gateway-api wasm-target
 tools: control-plane ray apitools grpcurl kuberay-hash gateway-api wasm-target
 
 # kube-apiserver, kube-controller-manager, kubectl and etcd from tests/cluster/go.mod, into .local/bin.
@@ -48,6 +49,11 @@ grpcurl:
 # (tests/kuberay-hash/go.mod); kuberay-rules' tests compare its hashes with ours.
 kuberay-hash:
 	@bash tests/kuberay-hash/build.sh
+
+# .local/bin/kuberay-operator: KubeRay's operator from its Go module (tests/kuberay-operator/go.mod), the baseline
+# of `make scale`. Not part of `make tools`: nothing else needs it.
+kuberay-operator:
+	@bash tests/kuberay-operator/build.sh
 
 # .local/gateway-api-crds: the Gateway API CRDs (GatewayClass, Gateway, HTTPRoute) from the Go module
 # sigs.k8s.io/gateway-api pinned in tests/gateway-api/fetch.sh; the test environment installs them with the
@@ -115,6 +121,17 @@ bench: wasm-target
 # the Kubernetes API server; starts a private control plane unless `make cluster` runs.
 bench-apiserver: control-plane testenv
 	$(CARGO) bench -p kuberay-apiserver --bench rest
+
+# The same RayCluster and RayJob workload against the release build of kuberay-wasm and KubeRay's operator, one
+# after the other on a private control plane with the API server's audit log; tables on stdout, raw numbers in
+# .local/scale/results-<time>.json. Flags through SCALE_ARGS (e.g. SCALE_ARGS="--sizes 100 --rayjobs 20").
+# Not part of `make test`.
+SCALE_ARGS ?=
+.PHONY: scale
+scale: control-plane kuberay-operator plugins testenv
+	$(CARGO) build --release -p kuberay-wasm --bin kuberay-wasm
+	$(CARGO) build -p kuberay-scale
+	$${CARGO_TARGET_DIR:-target}/debug/kuberay-scale $(SCALE_ARGS)
 
 ## The demo -----------------------------------------------------------------------------------------------
 

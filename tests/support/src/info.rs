@@ -36,6 +36,9 @@ pub struct EnvInfo {
     /// admin kubeconfig that works from inside it.
     pub operator_netns: String,
     pub operator_kubeconfig: PathBuf,
+    /// The API server's audit log, when the environment was started with `KUBERAY_TESTENV_AUDIT_GROUPS`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit_log: Option<PathBuf>,
 }
 
 impl EnvInfo {

@@ -153,6 +153,7 @@ async fn start(config: &SupervisorConfig, instance: &str, dir: &Path) -> Result<
         component_pids: plane.pids(),
         operator_netns: operator_link.netns.clone(),
         operator_kubeconfig,
+        audit_log: plane.audit_log().map(Path::to_path_buf),
     };
     Ok(RunningEnv {
         info,

@@ -61,6 +61,8 @@ pub struct PodRunner {
     restart_at: Option<Instant>,
     failed_checks: u32,
     deleting: bool,
+    /// The final delete went through (or the Pod was already gone).
+    removed: bool,
 }
 
 impl PodRunner {
@@ -86,6 +88,7 @@ impl PodRunner {
             restart_at: None,
             failed_checks: 0,
             deleting: false,
+            removed: false,
         }
     }
 
@@ -102,6 +105,11 @@ impl PodRunner {
         tracing::info!(pod = %self.name(), plan = ?self.plan, "pod assigned to the simulated node");
         let start_at = Instant::now() + self.directives.start_delay;
         let mut started = false;
+        // A Pod already being deleted when the node first sees it (its namespace went while the kubelet was
+        // catching up) gets no further update: nothing would delete it.
+        if self.pod.metadata.deletion_timestamp.is_some() {
+            self.delete().await;
+        }
         loop {
             if !started && !self.deleting && Instant::now() >= start_at {
                 started = true;
@@ -265,12 +273,18 @@ impl PodRunner {
     }
 
     async fn on_tick(&mut self) {
+        if self.deleting {
+            if !self.removed {
+                self.remove_object().await;
+            }
+            return;
+        }
         if matches!(self.model.phase, Phase::Succeeded | Phase::Failed) {
             // A finished Pod keeps its status (address included) but no longer holds a sandbox.
             self.release_sandbox().await;
             return;
         }
-        if self.deleting || self.model.phase != Phase::Running {
+        if self.model.phase != Phase::Running {
             return;
         }
         if let Some(at) = self.restart_at
@@ -363,6 +377,13 @@ impl PodRunner {
             c.terminate(0);
         }
         self.sync_status().await;
+        self.remove_object().await;
+    }
+
+    /// The kubelet's final delete (grace period 0) of the Pod object. Retried at every tick until the API
+    /// server takes it or says the Pod is gone: when thousands of Pods go at once the API server sheds load
+    /// (429) or times out, and a Pod whose final delete is lost stays `Terminating` for good.
+    async fn remove_object(&mut self) {
         let api: Api<Pod> = Api::namespaced(
             self.shared.kubelet.clone(),
             &self.pod.namespace().unwrap_or_default(),
@@ -375,8 +396,13 @@ impl PodRunner {
             }),
             ..DeleteParams::default()
         };
-        if let Err(e) = api.delete(&self.pod.name_any(), &params).await {
-            tracing::debug!(pod = %self.name(), error = %e, "final delete of the pod failed (it may be gone)");
+        match api.delete(&self.pod.name_any(), &params).await {
+            Ok(_) => self.removed = true,
+            // Gone, or another Pod of the same name now (the uid precondition failed): nothing left to do.
+            Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => self.removed = true,
+            Err(e) => {
+                tracing::warn!(pod = %self.name(), error = %e, "final delete of the pod failed; will retry")
+            }
         }
     }
 

@@ -239,3 +239,39 @@ async fn deleting_a_pod_stops_what_runs_at_its_address() {
     })
     .await;
 }
+
+/// Many Pods deleted at once (their namespace goes) all disappear: the kubelet's final delete of each is retried
+/// while the API server sheds load, so none is left `Terminating` (seen with 3,000 Pods before the retry).
+#[tokio::test]
+async fn a_namespace_of_many_pods_is_deleted_completely() {
+    let env = env().await;
+    let client = env.client().await.unwrap();
+    let ns = env.namespace("many").await.unwrap();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns.name());
+    let creates = (0..200).map(|i| {
+        let pods = pods.clone();
+        async move {
+            let manifest: Pod = serde_json::from_value(json!({
+                "metadata": {"name": format!("p{i:03}")},
+                "spec": {"containers": [{"name": "main", "image": "busybox"}]},
+            }))
+            .unwrap();
+            pods.create(&Default::default(), &manifest).await.unwrap();
+        }
+    });
+    futures::future::join_all(creates).await;
+    eventually("200 running pods", Duration::from_secs(300), || async {
+        let list = pods.list(&Default::default()).await.ok()?;
+        (list.items.iter().filter(|p| phase(p) == "Running").count() == 200).then_some(())
+    })
+    .await;
+
+    ns.delete(&client).await.unwrap();
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    eventually(
+        "the namespace and its pods to go",
+        Duration::from_secs(300),
+        || async { namespaces.get_opt(ns.name()).await.ok()?.is_none().then_some(()) },
+    )
+    .await;
+}
