@@ -50,6 +50,11 @@ struct OperatorArgs {
     /// Reconciles running at once across all kinds (never two for the same object).
     #[arg(long, default_value_t = 8)]
     concurrency: u16,
+    /// A queued reconcile waits this long for more changes of the same object before it runs, each change
+    /// restarting the wait (so a cluster's Pods coming up cost one reconcile, not one per Pod event); 0
+    /// runs it at once.
+    #[arg(long, default_value = "100ms", value_parser = parse_duration)]
+    reconcile_debounce: Duration,
     /// Wall-time limit of one plugin call, host calls included (e.g. 30s, 500ms).
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     plugin_timeout: Duration,
@@ -104,6 +109,7 @@ async fn operator(args: OperatorArgs) -> anyhow::Result<()> {
     let mut config = OperatorConfig::new(args.plugins)
         .with_watch_namespaces(args.watch_namespace)
         .with_concurrency(args.concurrency)
+        .with_debounce(args.reconcile_debounce)
         .with_limits(args.plugin_timeout, args.plugin_memory_mib << 20)
         .with_reload_interval((!args.plugin_reload_interval.is_zero()).then_some(args.plugin_reload_interval))
         .with_addrs(args.metrics_bind_address, args.health_probe_bind_address);

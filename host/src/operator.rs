@@ -40,6 +40,9 @@ pub struct OperatorConfig {
     pub watch_namespaces: Vec<String>,
     /// Reconciles that may run at once, across all kinds.
     pub concurrency: u16,
+    /// How long a queued reconcile waits for more changes of the same object before it runs (trailing
+    /// edge: every change within the window restarts it).
+    pub debounce: Duration,
     /// Wall time of one plugin call, host calls included.
     pub plugin_timeout: Duration,
     /// Linear memory one plugin call may grow to.
@@ -71,6 +74,7 @@ impl OperatorConfig {
             plugins_dir: plugins_dir.into(),
             watch_namespaces: Vec::new(),
             concurrency: 8,
+            debounce: Duration::from_millis(100),
             plugin_timeout: Duration::from_secs(30),
             plugin_memory_bytes: 128 << 20,
             plugin_budget: CallBudget::default(),
@@ -126,6 +130,13 @@ impl OperatorConfig {
     #[must_use]
     pub fn with_concurrency(mut self, concurrency: u16) -> Self {
         self.concurrency = concurrency.max(1);
+        self
+    }
+
+    /// Lets a queued reconcile wait `debounce` for more changes of the same object.
+    #[must_use]
+    pub fn with_debounce(mut self, debounce: Duration) -> Self {
+        self.debounce = debounce;
         self
     }
 
@@ -275,7 +286,10 @@ pub async fn run_with_metrics(
     // readiness waits for exactly the caches of the plugins loaded at start-up.
     let start = |kind: Kind, tasks: &mut JoinSet<()>| {
         let (shared, stop) = (shared.clone(), stop_rx.clone());
-        let concurrency = config.concurrency;
+        let queue = controller::Queue {
+            concurrency: config.concurrency,
+            debounce: config.debounce,
+        };
         let (registered_tx, registered_rx) = oneshot::channel();
         tasks.spawn(async move {
             // A kind whose CRD is not installed yet (or not yet in discovery, right after it was applied)
@@ -286,7 +300,7 @@ pub async fn run_with_metrics(
                 let run = controller::run(
                     kind.clone(),
                     shared.clone(),
-                    concurrency,
+                    queue,
                     stopped(stop.clone()),
                     &mut registered,
                 );

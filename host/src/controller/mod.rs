@@ -23,6 +23,16 @@ use crate::{
     sandbox::{PluginSlot, Sandbox},
 };
 
+/// How each kind's reconcile queue runs.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Queue {
+    /// Reconciles of one kind and scope at once (the permits bound them across kinds).
+    pub concurrency: u16,
+    /// Trailing-edge debounce of a queued reconcile: the Pod events of a cluster coming up (created,
+    /// scheduled, running, ready) become one reconcile instead of one each.
+    pub debounce: std::time::Duration,
+}
+
 /// What every controller shares.
 pub(crate) struct Shared {
     pub sandbox: Arc<Sandbox>,
@@ -49,7 +59,7 @@ pub(crate) enum ControllerError {
 pub(crate) async fn run(
     kind: Kind,
     shared: Arc<Shared>,
-    concurrency: u16,
+    queue: Queue,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
     registered: &mut Option<tokio::sync::oneshot::Sender<()>>,
 ) -> Result<(), ControllerError> {
@@ -130,7 +140,11 @@ pub(crate) async fn run(
             controller = controller.owns_stream_with(changes, child_resolved.resource.clone());
         }
         let run = controller
-            .with_config(controller::Config::default().concurrency(concurrency))
+            .with_config(
+                controller::Config::default()
+                    .concurrency(queue.concurrency)
+                    .debounce(queue.debounce),
+            )
             .graceful_shutdown_on({
                 let mut stop = stop_rx.clone();
                 async move {
