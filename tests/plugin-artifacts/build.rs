@@ -59,7 +59,7 @@ fn main() {
     }
     // The chaos plugin's variants first (each overwrites the chaos output, which the last build restores),
     // copied aside under their own names.
-    let release = target.join(GUEST_OUT);
+    let out = target.join(GUEST_OUT);
     let variants = target.join("variants");
     let _ = std::fs::create_dir_all(&variants);
     for (feature, file, var) in CHAOS_VARIANTS {
@@ -69,7 +69,7 @@ fn main() {
             &["-p", "kuberay-test-plugin-chaos", "--features", feature],
         );
         let path = variants.join(file);
-        if let Err(e) = std::fs::copy(release.join("kuberay_test_plugin_chaos.wasm"), &path) {
+        if let Err(e) = std::fs::copy(out.join("kuberay_test_plugin_chaos.wasm"), &path) {
             panic!("copying the chaos variant {feature}: {e}");
         }
         println!("cargo:rustc-env={var}={}", path.display());
