@@ -17,6 +17,7 @@ help:
 	@echo "make operator      build the operator binary (target/debug/kuberay-wasm)"
 	@echo "make apiserver     build the REST/gRPC backend (target/debug/kuberay-apiserver)"
 	@echo "make bench         measure a plugin call against the same logic compiled natively"
+	@echo "make bench-lifecycle  operator start-up to /readyz and plugin swap latency (release build)"
 	@echo "make bench-apiserver  REST get/list of clusters through kuberay-apiserver against direct API calls"
 	@echo "make scale         RayCluster/RayJob scale benchmark against the KubeRay operator (SCALE_ARGS=\"--sizes 100\")"
 	@echo "make tools         build the control-plane binaries, grpcurl, the Ray and API-tools virtualenvs and the wasm target;"
@@ -97,15 +98,17 @@ cluster-down: testenv
 GUEST_TARGET := target/guest
 PLUGINS := kuberay-plugin-raycluster kuberay-plugin-rayjob kuberay-plugin-raycronjob kuberay-plugin-rayservice
 
-.PHONY: plugins operator apiserver bench bench-apiserver
-# Plain `cargo build --target wasm32-wasip2`, into the target directory the tests build guests in.
+.PHONY: plugins operator apiserver bench bench-lifecycle bench-apiserver
+# `cargo build --target wasm32-wasip2` with the workspace's guest profile (size-optimised, LTO; see
+# Cargo.toml), into the target directory the tests build guests in.
+GUEST_OUT := $(GUEST_TARGET)/wasm32-wasip2/guest
 plugins: wasm-target
-	CARGO_TARGET_DIR=$(GUEST_TARGET) $(CARGO) build --release --target wasm32-wasip2 $(addprefix -p ,$(PLUGINS))
+	CARGO_TARGET_DIR=$(GUEST_TARGET) $(CARGO) build --profile guest --target wasm32-wasip2 $(addprefix -p ,$(PLUGINS))
 	@mkdir -p .local/plugins
-	@cp $(GUEST_TARGET)/wasm32-wasip2/release/kuberay_plugin_raycluster.wasm .local/plugins/raycluster.wasm
-	@cp $(GUEST_TARGET)/wasm32-wasip2/release/kuberay_plugin_rayjob.wasm .local/plugins/rayjob.wasm
-	@cp $(GUEST_TARGET)/wasm32-wasip2/release/kuberay_plugin_raycronjob.wasm .local/plugins/raycronjob.wasm
-	@cp $(GUEST_TARGET)/wasm32-wasip2/release/kuberay_plugin_rayservice.wasm .local/plugins/rayservice.wasm
+	@cp $(GUEST_OUT)/kuberay_plugin_raycluster.wasm .local/plugins/raycluster.wasm
+	@cp $(GUEST_OUT)/kuberay_plugin_rayjob.wasm .local/plugins/rayjob.wasm
+	@cp $(GUEST_OUT)/kuberay_plugin_raycronjob.wasm .local/plugins/raycronjob.wasm
+	@cp $(GUEST_OUT)/kuberay_plugin_rayservice.wasm .local/plugins/rayservice.wasm
 	@echo "plugins: $$(ls .local/plugins)"
 
 operator:
@@ -116,6 +119,12 @@ apiserver:
 
 bench: wasm-target
 	$(CARGO) bench -p kuberay-wasm --bench plugin_call
+
+# Operator start-up to /readyz and plugin swap to serving, on the release binary against a private control
+# plane (the test environment's supervisor is the debug build of `make testenv`).
+bench-lifecycle: wasm-target control-plane gateway-api testenv
+	KUBERAY_TESTENV_BIN=$(abspath $(or $(CARGO_TARGET_DIR),target))/debug/kuberay-testenv \
+		$(CARGO) bench -p kuberay-wasm --bench lifecycle
 
 # REST reads (get and list of clusters) through kuberay-apiserver against the same reads made directly on
 # the Kubernetes API server; starts a private control plane unless `make cluster` runs.

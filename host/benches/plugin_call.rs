@@ -8,7 +8,9 @@
 //! - wasm: a fresh Store and instance, the object passed as JSON text, every host call crossing the
 //!   component boundary as JSON text (grant checks included), through the operator's own sandbox.
 //!
-//! Run with `cargo bench -p kuberay-wasm --bench plugin_call` (or `make bench`).
+//! Run with `cargo bench -p kuberay-wasm --bench plugin_call` (or `make bench`). With
+//! `KUBERAY_BENCH_BASELINE=path/to/other/raycluster.wasm` another build of the plugin (for example the
+//! previous commit's) is measured in the same run, against the same native figures.
 
 #![allow(
     clippy::unwrap_used,
@@ -17,7 +19,11 @@
 )]
 
 use std::{
-    sync::{Arc, Mutex},
+    path::Path,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicUsize, Ordering},
+    },
     time::{Duration, Instant},
 };
 
@@ -84,7 +90,7 @@ impl HostApi for SharedFake {
 
 /// KubeRay's sample RayCluster, reconciled to steady state in `host`.
 fn steady_sample() -> (Value, FakeHost) {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../tests/fixtures/kuberay-samples/ray-cluster.sample.yaml");
     let mut cluster: Value = serde_yaml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     cluster["metadata"]["namespace"] = json!("bench");
@@ -130,6 +136,9 @@ fn micros(d: Duration) -> String {
     format!("{:8.1} µs", d.as_secs_f64() * 1e6)
 }
 
+/// Tells apart the scratch directories of the components measured in one run.
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
 const ITERATIONS: usize = 2000;
 const WARMUP: usize = 200;
 
@@ -158,53 +167,19 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let (wasm, compile, load_cached) = runtime.block_on(async {
-        let cache = std::env::temp_dir().join(format!("kuberay-wasm-bench-{}", std::process::id()));
-        let config = SandboxConfig {
-            cache_dir: Some(cache.clone()),
-            limits: CallLimits {
-                timeout: Duration::from_secs(10),
-                memory_bytes: 128 << 20,
-                budget: Default::default(),
-            },
-            policy: Arc::new(kuberay_wasm::policy::Policy::builtin()),
-            max_concurrent_calls: 8,
-        };
-        let sandbox = Sandbox::new(config.clone(), Metrics::new()).unwrap();
-        // The built-in policy knows the plugin by the file name it is installed under.
-        let plugins = std::env::temp_dir().join(format!("kuberay-wasm-bench-plugins-{}", std::process::id()));
-        std::fs::create_dir_all(&plugins).unwrap();
-        let path = plugins.join("raycluster.wasm");
-        std::fs::copy(kuberay_plugin_artifacts::RAYCLUSTER, &path).unwrap();
-        let path = path.as_path();
-        let started = Instant::now();
-        let plugin = sandbox.load_file(path).await.unwrap();
-        let compile = started.elapsed();
-        let fresh = Sandbox::new(config, Metrics::new()).unwrap();
-        let started = Instant::now();
-        fresh.load_file(path).await.unwrap();
-        let load_cached = started.elapsed();
-        let _ = std::fs::remove_dir_all(cache);
-        let _ = std::fs::remove_dir_all(&plugins);
-
-        let (_, host) = steady_sample();
-        let host: Arc<dyn HostApi> = Arc::new(SharedFake(Mutex::new(host)));
-        let mut wasm = Vec::with_capacity(ITERATIONS);
-        for i in 0..WARMUP + ITERATIONS {
-            let started = Instant::now();
-            let context = sandbox.context(&plugin, "bench/raycluster-kuberay".into(), host.clone());
-            sandbox
-                .call(&plugin, context, Export::Reconcile, text.clone(), 0)
-                .await
-                .unwrap();
-            if i >= WARMUP {
-                wasm.push(started.elapsed());
-            }
-        }
-        (wasm, compile, load_cached)
+    let current = runtime.block_on(measure_wasm(
+        Path::new(kuberay_plugin_artifacts::RAYCLUSTER),
+        &text,
+    ));
+    // Another build of the plugin to compare with in the same run (for example the previous commit's).
+    let baseline = std::env::var_os("KUBERAY_BENCH_BASELINE").map(|path| {
+        (
+            path.clone(),
+            runtime.block_on(measure_wasm(Path::new(&path), &text)),
+        )
     });
 
-    let (n, w) = (stats(native), stats(wasm));
+    let n = stats(native);
     println!(
         "RayCluster plugin, steady-state reconcile of ray-cluster.sample.yaml ({ITERATIONS} iterations after {WARMUP} warm-up)"
     );
@@ -216,20 +191,95 @@ fn main() {
         micros(n.p90),
         micros(n.p99)
     );
+    report("wasm (fresh Store + instantiate + call)", &current, &n);
+    if let Some((path, measured)) = baseline {
+        println!("  baseline component {}:", path.to_string_lossy());
+        report("wasm, baseline component", &measured, &n);
+    }
+}
+
+/// What one component costs: the calls, compiling it, and loading it from the compiled-plugin cache.
+struct WasmRun {
+    calls: Vec<Duration>,
+    size: u64,
+    compile: Duration,
+    load_cached: Duration,
+}
+
+fn report(label: &str, run: &WasmRun, native: &Stats) {
+    let w = stats(run.calls.clone());
     println!(
         "  {:<46} {} {} {}",
-        "wasm (fresh Store + instantiate + call)",
+        label,
         micros(w.median),
         micros(w.p90),
         micros(w.p99)
     );
     println!(
         "  wasm / native at the median: {:.2}x",
-        w.median.as_secs_f64() / n.median.as_secs_f64()
+        w.median.as_secs_f64() / native.median.as_secs_f64()
     );
     println!(
-        "  compile the component: {:.0} ms; load it from the compiled-plugin cache: {:.1} ms",
-        compile.as_secs_f64() * 1e3,
-        load_cached.as_secs_f64() * 1e3
+        "  component {:.2} MiB; compile it: {:.0} ms; load it from the compiled-plugin cache: {:.1} ms",
+        run.size as f64 / f64::from(1 << 20),
+        run.compile.as_secs_f64() * 1e3,
+        run.load_cached.as_secs_f64() * 1e3
     );
+}
+
+/// Loads the component at `component` as `raycluster.wasm` and calls `reconcile` on `text`.
+async fn measure_wasm(component: &Path, text: &str) -> WasmRun {
+    let unique = format!(
+        "{}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    );
+    let cache = std::env::temp_dir().join(format!("kuberay-wasm-bench-{unique}"));
+    let config = SandboxConfig {
+        cache_dir: Some(cache.clone()),
+        limits: CallLimits {
+            timeout: Duration::from_secs(10),
+            memory_bytes: 128 << 20,
+            budget: Default::default(),
+        },
+        policy: Arc::new(kuberay_wasm::policy::Policy::builtin()),
+        max_concurrent_calls: 8,
+    };
+    let sandbox = Sandbox::new(config.clone(), Metrics::new()).unwrap();
+    // The built-in policy knows the plugin by the file name it is installed under.
+    let plugins = std::env::temp_dir().join(format!("kuberay-wasm-bench-plugins-{unique}"));
+    std::fs::create_dir_all(&plugins).unwrap();
+    let path = plugins.join("raycluster.wasm");
+    let size = std::fs::copy(component, &path).unwrap();
+    let path = path.as_path();
+    let started = Instant::now();
+    let plugin = sandbox.load_file(path).await.unwrap();
+    let compile = started.elapsed();
+    let fresh = Sandbox::new(config, Metrics::new()).unwrap();
+    let started = Instant::now();
+    fresh.load_file(path).await.unwrap();
+    let load_cached = started.elapsed();
+    let _ = std::fs::remove_dir_all(cache);
+    let _ = std::fs::remove_dir_all(&plugins);
+
+    let (_, host) = steady_sample();
+    let host: Arc<dyn HostApi> = Arc::new(SharedFake(Mutex::new(host)));
+    let mut calls = Vec::with_capacity(ITERATIONS);
+    for i in 0..WARMUP + ITERATIONS {
+        let started = Instant::now();
+        let context = sandbox.context(&plugin, "bench/raycluster-kuberay".into(), host.clone());
+        sandbox
+            .call(&plugin, context, Export::Reconcile, text.to_string(), 0)
+            .await
+            .unwrap();
+        if i >= WARMUP {
+            calls.push(started.elapsed());
+        }
+    }
+    WasmRun {
+        calls,
+        size,
+        compile,
+        load_cached,
+    }
 }

@@ -1,4 +1,4 @@
-//! Builds every plugin component with `cargo build --release --target wasm32-wasip2` into `target/guest`
+//! Builds every plugin component with `cargo build --profile guest --target wasm32-wasip2` into `target/guest`
 //! (a target directory of its own, so this nested build never waits on the outer one's lock) and exports
 //! each file's path as an environment variable for `src/lib.rs`. Cargo reruns this when plugin, SDK or WIT
 //! sources change, so tests always run the plugins of the current tree.
@@ -8,6 +8,9 @@ use std::{
     path::{Path, PathBuf},
     process::Command,
 };
+
+/// Where the guest profile (the workspace's `[profile.guest]`, as `make plugins` builds) puts components.
+const GUEST_OUT: &str = "wasm32-wasip2/guest";
 
 /// (package, library name, exported variable)
 const PLUGINS: &[(&str, &str, &str)] = &[
@@ -48,13 +51,15 @@ fn main() {
         "wit",
         "crds/src",
         "crds/Cargo.toml",
+        // The guest profile lives in the workspace manifest.
+        "Cargo.toml",
         "Cargo.lock",
     ] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
     // The chaos plugin's variants first (each overwrites the chaos output, which the last build restores),
     // copied aside under their own names.
-    let release = target.join("wasm32-wasip2/release");
+    let out = target.join(GUEST_OUT);
     let variants = target.join("variants");
     let _ = std::fs::create_dir_all(&variants);
     for (feature, file, var) in CHAOS_VARIANTS {
@@ -64,7 +69,7 @@ fn main() {
             &["-p", "kuberay-test-plugin-chaos", "--features", feature],
         );
         let path = variants.join(file);
-        if let Err(e) = std::fs::copy(release.join("kuberay_test_plugin_chaos.wasm"), &path) {
+        if let Err(e) = std::fs::copy(out.join("kuberay_test_plugin_chaos.wasm"), &path) {
             panic!("copying the chaos variant {feature}: {e}");
         }
         println!("cargo:rustc-env={var}={}", path.display());
@@ -75,7 +80,7 @@ fn main() {
     }
     cargo_build(&root, &target, &args);
     for (_, lib, var) in PLUGINS {
-        let path = target.join("wasm32-wasip2/release").join(format!("{lib}.wasm"));
+        let path = target.join(GUEST_OUT).join(format!("{lib}.wasm"));
         assert!(Path::new(&path).is_file(), "{} was not built", path.display());
         println!("cargo:rustc-env={var}={}", path.display());
     }
@@ -91,13 +96,13 @@ const CHAOS_VARIANTS: &[(&str, &str, &str)] = &[
     ),
 ];
 
-/// `cargo build --release --target wasm32-wasip2 ARGS` into `target`.
+/// `cargo build --profile guest --target wasm32-wasip2 ARGS` into `target`.
 fn cargo_build(root: &Path, target: &Path, args: &[&str]) {
     let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut command = Command::new(cargo);
     command
         .current_dir(root)
-        .args(["build", "--release", "--target", "wasm32-wasip2"])
+        .args(["build", "--profile", "guest", "--target", "wasm32-wasip2"])
         .args(args);
     // The outer build's flags and target directory are for the host; the guests get their own.
     for var in [

@@ -13,7 +13,9 @@ use std::{
     time::Duration,
 };
 
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig};
+use wasmtime::{
+    Config, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig, ProfilingStrategy,
+};
 
 use super::limits;
 
@@ -39,6 +41,10 @@ const KEEP_RESIDENT: usize = 2 << 20;
 
 pub(super) fn base_config() -> Config {
     let mut config = Config::new();
+    // `perf record` can name the plugins' compiled functions (`/tmp/perf-<pid>.map`) when asked for.
+    if std::env::var_os("KUBERAY_WASM_PERFMAP").is_some_and(|v| v == "1") {
+        config.profiler(ProfilingStrategy::PerfMap);
+    }
     config
         .wasm_component_model(true)
         .epoch_interruption(true)
