@@ -98,13 +98,19 @@ impl CompileCache {
         let component = Component::new(engine, wasm).map_err(CacheError::Compile)?;
         if let Some((artifact, checksum)) = self.entry(digest) {
             match component.serialize() {
-                Ok(bytes) => {
-                    if let Err(e) = write_atomically(&artifact, &bytes)
-                        .and_then(|()| write_atomically(&checksum, sha256_hex(&bytes).as_bytes()))
-                    {
-                        tracing::warn!(path = %artifact.display(), error = %e, "could not store a compiled plugin");
+                Ok(bytes) => match write_atomically(&artifact, &bytes)
+                    .and_then(|()| write_atomically(&checksum, sha256_hex(&bytes).as_bytes()))
+                {
+                    // The stored entry, mapped, replaces the copy in memory (see `read`).
+                    Ok(()) => {
+                        if let Some(mapped) = self.read(engine, &artifact, &checksum) {
+                            return Ok((mapped, Source::Compiled));
+                        }
                     }
-                }
+                    Err(e) => {
+                        tracing::warn!(path = %artifact.display(), error = %e, "could not store a compiled plugin")
+                    }
+                },
                 Err(e) => tracing::warn!(error = %e, "could not serialize a compiled plugin"),
             }
         }
@@ -112,22 +118,25 @@ impl CompileCache {
     }
 
     fn read(&self, engine: &Engine, artifact: &Path, checksum: &Path) -> Option<Component> {
-        let bytes = fs::read(artifact).ok()?;
         let recorded = fs::read_to_string(checksum).ok()?;
-        if recorded.trim() != sha256_hex(&bytes) {
+        if recorded.trim() != sha256_hex(&fs::read(artifact).ok()?) {
             tracing::warn!(path = %artifact.display(), "ignoring a compiled plugin whose checksum does not match");
             return None;
         }
-        // SAFETY: wasmtime requires that deserialized bytes come from `Component::serialize` of a compatible
-        // engine. These bytes were written by `load` above into a directory private to the operator, under a
-        // key that includes the engine's compatibility hash, and they still match the checksum recorded when
-        // they were written. wasmtime also re-checks the engine configuration embedded in the artifact and
-        // rejects a mismatch with an error rather than undefined behaviour.
+        // SAFETY: wasmtime requires that deserialized code come from `Component::serialize` of a compatible
+        // engine and, for a mapped file, that the file is not modified while mapped. These bytes were
+        // written by `load` above into a directory private to the operator, under a key that includes the
+        // engine's compatibility hash, and they still match the checksum recorded when they were written.
+        // Entries are only ever written to a temporary file and renamed into place, so a mapped file is
+        // never changed: a new entry is a new file. wasmtime also re-checks the engine configuration
+        // embedded in the artifact and rejects a mismatch with an error rather than undefined behaviour.
+        // Mapping the file instead of copying it keeps the plugins' code out of the operator's anonymous
+        // memory: only the pages that run are resident, and the kernel may drop them again.
         #[allow(
             unsafe_code,
             reason = "loading a precompiled plugin artifact, see the SAFETY comment"
         )]
-        let component = unsafe { Component::deserialize(engine, &bytes) };
+        let component = unsafe { Component::deserialize_file(engine, artifact) };
         match component {
             Ok(component) => Some(component),
             Err(e) => {
