@@ -467,7 +467,7 @@ fn a_head_with_neither_pod_nor_service_is_left_out_of_the_status() {
     // Server-side apply turns an emptied `head: {}` into null, which the CRD refuses.
     let mut cluster = sample(1);
     cluster["status"] = json!({"head": {"podIP": "10.0.0.1", "podName": "h", "serviceName": "s"}});
-    let cluster: kuberay_crds::RayCluster = kuberay_plugin_sdk::serde_json::from_value(cluster).unwrap();
+    let cluster: kuberay_crds::RayCluster = serde_json::from_value(cluster).unwrap();
     let observed = kuberay_plugin_raycluster::status::Observed {
         pods: vec![],
         head_services: vec![],
@@ -475,6 +475,6 @@ fn a_head_with_neither_pod_nor_service_is_left_out_of_the_status() {
     let now = kuberay_plugin_raycluster::reconcile::now(&host(sample(1)));
     let status = kuberay_plugin_raycluster::status::compute(&cluster, &observed, None, &now).unwrap();
     assert_eq!(status.head, None);
-    let json = kuberay_plugin_sdk::serde_json::to_value(&status).unwrap();
+    let json = serde_json::to_value(&status).unwrap();
     assert!(json.get("head").is_none(), "{json}");
 }
