@@ -5,10 +5,9 @@
 //! objects carrying that label; a list looks up the rarest pair its selector requires and checks the rest
 //! of the selector on those objects only. A selector without an equality uses the namespace's names.
 //!
-//! The index follows the same watch events as the cache's store, right after the store has applied them,
-//! and like the store it swaps in a re-list only once the re-list is complete. A reader may briefly see the
-//! store one event ahead of the index; the event that causes that is delivered to the controllers after the
-//! index has it, so a reconcile it queues reads both in step.
+//! The index follows the same watch events as the cache's store, and each event is applied to both while
+//! the index is locked, so a list sees both before or both after it; like the store, the index swaps in a
+//! re-list only once the re-list is complete.
 
 use std::{
     collections::{BTreeSet, HashMap},

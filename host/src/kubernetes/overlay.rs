@@ -110,7 +110,7 @@ pub(crate) struct Overlay {
 
 /// What the overlay needs to know of the cached version of an object.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct CachedMeta {
+struct CachedMeta {
     resource_version: Option<u64>,
     uid: Option<String>,
     terminating: bool,
@@ -118,7 +118,7 @@ pub(crate) struct CachedMeta {
 
 impl CachedMeta {
     /// From a cached object's metadata.
-    pub(crate) fn of(meta: &ObjectMeta) -> Self {
+    fn of(meta: &ObjectMeta) -> Self {
         Self {
             resource_version: meta.resource_version.as_deref().and_then(|v| v.parse().ok()),
             uid: meta.uid.clone(),
