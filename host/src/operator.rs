@@ -383,6 +383,7 @@ pub async fn run_with_metrics(
     if drained.is_err() {
         tracing::warn!("some tasks did not stop within 30s");
     }
+    bridge.events.flush(Duration::from_secs(5)).await;
     bridge.caches.shutdown();
     tracing::info!("operator stopped");
     Ok(())

@@ -68,7 +68,7 @@ pub(crate) struct KubeBridge {
     pub(crate) overlay: Overlay,
     /// What each plugin last applied, to skip applies that would change nothing.
     pub(crate) applied: LastApplied,
-    pub(crate) events: EventRecorders,
+    pub(crate) events: Arc<EventRecorders>,
     metrics: Metrics,
 }
 
@@ -84,7 +84,7 @@ impl KubeBridge {
             caches: Caches::new(client.clone(), scope),
             overlay: Overlay::default(),
             applied: LastApplied::default(),
-            events: EventRecorders::new(client.clone(), reporter_instance),
+            events: Arc::new(EventRecorders::new(client.clone(), reporter_instance)),
             client,
             metrics,
         })

@@ -1,12 +1,12 @@
 //! Events a plugin records about the object it reconciles, published with its own recorder (its own
-//! reporting controller).
+//! reporting controller), in the background.
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event as KubeEvent, EventType as KubeEventType};
 use kuberay_plugin_sdk::{Event, EventType};
 
 use super::PluginHost;
-use crate::{kubernetes::errors::from_kube, sandbox::host_api::HostResult};
+use crate::sandbox::host_api::HostResult;
 
 impl PluginHost {
     fn object_reference(&self) -> ObjectReference {
@@ -42,11 +42,11 @@ impl PluginHost {
             action: event.action,
             secondary,
         };
+        // Published in the background (`kubernetes::events`): a failure is logged there, not returned.
         self.kube
             .events
-            .recorder(&self.plugin)
-            .publish(&kube_event, &self.object_reference())
-            .await
-            .map_err(from_kube)
+            .publish_later(&self.plugin, kube_event, self.object_reference())
+            .await;
+        Ok(())
     }
 }

@@ -156,8 +156,18 @@ async fn scaling_from_zero_to_fifty_creates_exactly_fifty_pods() {
         .await
         .unwrap();
     wait_for_workers(&client, &ns, "ray.io/cluster=wide,ray.io/group=wide", 50).await;
-    let cluster = ready_cluster(&client, &ns, "wide").await;
-    assert_eq!(cluster["status"]["readyWorkerReplicas"], 50);
+    ready_cluster(&client, &ns, "wide").await;
+    // `ready` needs every Pod running, not yet Ready (as KubeRay's state does): the last worker's Ready
+    // condition may reach the status one reconcile later.
+    eventually(
+        "all fifty workers to be counted ready",
+        Duration::from_secs(30),
+        || async {
+            let cluster = serde_json::to_value(rayclusters(&client, &ns).get("wide").await.ok()?).ok()?;
+            (cluster["status"]["readyWorkerReplicas"] == 50).then_some(())
+        },
+    )
+    .await;
     // Every reconcile triggered by 50 Pod creations saw the Pods created before it: not one extra Pod.
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(

@@ -39,7 +39,7 @@ async fn a_steady_state_reconcile_makes_no_write() {
     let writes_before = written();
     let reconciles_before = operator.metric("kuberay_wasm_reconciles_total", &["result=\"success\""]);
 
-    // Touch the cluster's labels and a Pod it owns: both queue reconciles that find nothing to do.
+    // Touch the cluster's labels, then a Pod it owns: each queues a reconcile that finds nothing to do.
     let clusters = rayclusters(&client, &ns);
     clusters
         .patch(
@@ -50,6 +50,14 @@ async fn a_steady_state_reconcile_makes_no_write() {
         .await
         .unwrap();
     let touched = clusters.get("raycluster-kuberay").await.unwrap();
+    // One at a time: changes within the reconcile debounce would become one reconcile.
+    let succeeded = || operator.metric("kuberay_wasm_reconciles_total", &["result=\"success\""]);
+    eventually(
+        "a reconcile of the touched cluster",
+        Duration::from_secs(30),
+        || async { (succeeded() >= reconciles_before + 1.0).then_some(()) },
+    )
+    .await;
     let pod_api: Api<Pod> = Api::namespaced(client.clone(), ns.name());
     let worker = pods(&client, &ns, "ray.io/node-type=worker").await.remove(0);
     pod_api
@@ -60,10 +68,11 @@ async fn a_steady_state_reconcile_makes_no_write() {
         )
         .await
         .unwrap();
-    eventually("two more reconciles", Duration::from_secs(30), || async {
-        (operator.metric("kuberay_wasm_reconciles_total", &["result=\"success\""]) >= reconciles_before + 2.0)
-            .then_some(())
-    })
+    eventually(
+        "a reconcile for the touched Pod",
+        Duration::from_secs(30),
+        || async { (succeeded() >= reconciles_before + 2.0).then_some(()) },
+    )
     .await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(
