@@ -99,8 +99,8 @@ GUEST_TARGET := target/guest
 PLUGINS := kuberay-plugin-raycluster kuberay-plugin-rayjob kuberay-plugin-raycronjob kuberay-plugin-rayservice
 
 .PHONY: plugins operator apiserver bench bench-lifecycle bench-apiserver
-# `cargo build --target wasm32-wasip2` with the workspace's guest profile (size-optimised, LTO; see
-# Cargo.toml), into the target directory the tests build guests in.
+# `cargo build --target wasm32-wasip2` with the workspace's guest profile (the release code without symbol
+# names; see Cargo.toml), into the target directory the tests build guests in.
 GUEST_OUT := $(GUEST_TARGET)/wasm32-wasip2/guest
 plugins: wasm-target
 	CARGO_TARGET_DIR=$(GUEST_TARGET) $(CARGO) build --profile guest --target wasm32-wasip2 $(addprefix -p ,$(PLUGINS))
