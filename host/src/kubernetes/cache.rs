@@ -21,7 +21,11 @@ use kube::{
 use kuberay_plugin_sdk::{Kind, selector::Selector};
 use tokio::{sync::mpsc, task::JoinHandle};
 
-use super::{discovery::Resolved, index::LabelIndex};
+use super::{
+    discovery::Resolved,
+    index::LabelIndex,
+    overlay::{Key, Overlay},
+};
 
 /// Which namespaces the operator watches.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,14 +65,17 @@ struct Entry {
 pub(crate) struct Caches {
     client: Client,
     scope: WatchScope,
+    /// Told of every object the watches deliver, so that it forgets the writes they have caught up with.
+    overlay: Arc<Overlay>,
     entries: Mutex<HashMap<(Kind, Option<String>), Entry>>,
 }
 
 impl Caches {
-    pub(crate) fn new(client: Client, scope: WatchScope) -> Self {
+    pub(crate) fn new(client: Client, scope: WatchScope, overlay: Arc<Overlay>) -> Self {
         Self {
             client,
             scope,
+            overlay,
             entries: Mutex::default(),
         }
     }
@@ -100,10 +107,14 @@ impl Caches {
             let task = tokio::spawn(follow(
                 api,
                 writer,
-                resolved.resource.clone(),
-                index.clone(),
-                subscribers.clone(),
-                label,
+                Watched {
+                    kind: kind.clone(),
+                    resource: resolved.resource.clone(),
+                    index: index.clone(),
+                    overlay: self.overlay.clone(),
+                    subscribers: subscribers.clone(),
+                    label,
+                },
             ));
             entries.insert(
                 key,
@@ -214,17 +225,20 @@ pub(crate) async fn wait_synced(store: &Store<DynamicObject>) {
     }
 }
 
-/// Follows one watch: applies each event to the store and the label index together (a list never sees
-/// one without the other), then hands the object to the controllers. A changed object is handed on as the
-/// store holds it, not copied.
-async fn follow(
-    api: Api<DynamicObject>,
-    mut writer: reflector::store::Writer<DynamicObject>,
+/// What one watch feeds besides its store.
+struct Watched {
+    kind: Kind,
     resource: ApiResource,
     index: Arc<LabelIndex>,
+    overlay: Arc<Overlay>,
     subscribers: Subscribers,
     label: String,
-) {
+}
+
+/// Follows one watch: applies each event to the store and the label index together (a list never sees
+/// one without the other), tells the overlay, then hands the object to the controllers. A changed object
+/// is handed on as the store holds it, not copied.
+async fn follow(api: Api<DynamicObject>, mut writer: reflector::store::Writer<DynamicObject>, w: Watched) {
     let store = writer.as_reader();
     let stream = watcher(api, watcher::Config::default())
         .default_backoff()
@@ -234,19 +248,29 @@ async fn follow(
         let event = match event {
             Ok(event) => event,
             Err(e) => {
-                tracing::warn!(cache = %label, error = %e, "watch failed; retrying");
+                tracing::warn!(cache = %w.label, error = %e, "watch failed; retrying");
                 continue;
             }
         };
-        index.apply(&event, || writer.apply_watcher_event(&event));
-        let object = match event {
-            Event::Apply(o) => store
-                .get(&ObjectRef::from_obj_with(&o, resource.clone()))
-                .unwrap_or_else(|| Arc::new(o)),
-            Event::InitApply(o) | Event::Delete(o) => Arc::new(o),
+        w.index.apply(&event, || writer.apply_watcher_event(&event));
+        let (object, deleted) = match event {
+            Event::Apply(o) => (
+                store
+                    .get(&ObjectRef::from_obj_with(&o, w.resource.clone()))
+                    .unwrap_or_else(|| Arc::new(o)),
+                false,
+            ),
+            Event::InitApply(o) => (Arc::new(o), false),
+            Event::Delete(o) => (Arc::new(o), true),
             Event::Init | Event::InitDone => continue,
         };
-        broadcast(&subscribers, object);
+        let key = Key {
+            kind: w.kind.clone(),
+            namespace: object.metadata.namespace.clone().unwrap_or_default(),
+            name: object.metadata.name.clone().unwrap_or_default(),
+        };
+        w.overlay.observe(&key, &object.metadata, deleted);
+        broadcast(&w.subscribers, object);
     }
 }
 

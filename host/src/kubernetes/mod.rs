@@ -65,7 +65,7 @@ pub(crate) struct KubeBridge {
     pub discovery: Discovery,
     pub caches: Caches,
     /// Plugins' recent writes, merged into what they read.
-    pub(crate) overlay: Overlay,
+    pub(crate) overlay: Arc<Overlay>,
     /// What each plugin last applied, to skip applies that would change nothing.
     pub(crate) applied: LastApplied,
     pub(crate) events: Arc<EventRecorders>,
@@ -79,10 +79,11 @@ impl KubeBridge {
         reporter_instance: Option<String>,
         metrics: Metrics,
     ) -> Arc<Self> {
+        let overlay = Arc::new(Overlay::default());
         Arc::new(Self {
             discovery: Discovery::new(client.clone()),
-            caches: Caches::new(client.clone(), scope),
-            overlay: Overlay::default(),
+            caches: Caches::new(client.clone(), scope, overlay.clone()),
+            overlay,
             applied: LastApplied::default(),
             events: Arc::new(EventRecorders::new(client.clone(), reporter_instance)),
             client,

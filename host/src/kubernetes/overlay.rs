@@ -242,6 +242,22 @@ impl Overlay {
         result
     }
 
+    /// The watch has delivered `meta`'s version of the object (`deleted`: its deletion). An entry the watch
+    /// has caught up with goes now rather than at the object's next read, so the overlay holds only writes
+    /// still in flight instead of every object written in the last [`RETENTION`]. A deleted object counts
+    /// as terminating: a pending deletion is done, a write older than its last version is stale.
+    pub(crate) fn observe(&self, key: &Key, meta: &ObjectMeta, deleted: bool) {
+        let mut entries = self.lock();
+        let Some(entry) = entries.get(key) else {
+            return;
+        };
+        let mut seen = CachedMeta::of(meta);
+        seen.terminating |= deleted;
+        if !resolve(entry, Some(&seen)).0 {
+            entries.remove(key);
+        }
+    }
+
     /// A list (`listed`, already filtered by `selector`) with the overlay applied: recent writes added or
     /// replaced, recent deletions removed. `cached` looks up what the cache holds of an object the list
     /// does not show: one that does not match the selector, or one the list missed because the cache's
@@ -393,6 +409,43 @@ mod tests {
             overlay.merge(&key("b"), Some(terminating.clone())),
             Some(terminating)
         );
+    }
+
+    fn meta(object: &Value) -> ObjectMeta {
+        serde_json::from_value(object["metadata"].clone()).unwrap()
+    }
+
+    #[test]
+    fn a_write_goes_when_the_watch_delivers_it() {
+        let overlay = Overlay::default();
+        overlay.record_write(key("a"), pod("a", "u1", "10"));
+        // An older version seen by the watch keeps it.
+        overlay.observe(&key("a"), &meta(&pod("a", "u1", "9")), false);
+        assert_eq!(overlay.len(), 1);
+        overlay.observe(&key("a"), &meta(&pod("a", "u1", "10")), false);
+        assert_eq!(overlay.len(), 0);
+        // Events of other objects touch nothing.
+        overlay.record_write(key("b"), pod("b", "u2", "12"));
+        overlay.observe(&key("a"), &meta(&pod("a", "u1", "13")), false);
+        assert_eq!(overlay.len(), 1);
+    }
+
+    #[test]
+    fn a_deletion_goes_when_the_watch_sees_the_object_terminate_or_go() {
+        let overlay = Overlay::default();
+        overlay.record_delete(key("a"), Some("u1".into()));
+        // Still there and not terminating: the deletion is pending.
+        overlay.observe(&key("a"), &meta(&pod("a", "u1", "5")), false);
+        assert_eq!(overlay.len(), 1);
+        overlay.observe(&key("a"), &meta(&pod("a", "u1", "6")), true);
+        assert_eq!(overlay.len(), 0);
+        // A write older than the deleted object's last version is stale; a newer one is kept.
+        overlay.record_write(key("b"), pod("b", "u2", "7"));
+        overlay.observe(&key("b"), &meta(&pod("b", "u2", "8")), true);
+        assert_eq!(overlay.len(), 0);
+        overlay.record_write(key("c"), pod("c", "u3", "20"));
+        overlay.observe(&key("c"), &meta(&pod("c", "u0", "8")), true);
+        assert_eq!(overlay.merge(&key("c"), None), Some(pod("c", "u3", "20")));
     }
 
     #[test]
