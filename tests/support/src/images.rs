@@ -99,8 +99,7 @@ impl ImageMap {
 
     pub fn read(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path).map_err(Error::io(format!("reading {}", path.display())))?;
-        serde_yaml::from_str(&text)
-            .map_err(|e| Error::Other(format!("image map {}: {e}", path.display())))
+        serde_yaml::from_str(&text).map_err(|e| Error::Other(format!("image map {}: {e}", path.display())))
     }
 
     pub fn to_yaml(&self) -> Result<String> {

@@ -91,7 +91,8 @@ async fn start(config: &SupervisorConfig, instance: &str, dir: &Path) -> Result<
     // reach the `kubernetes` Service.
     let network = PodNetwork::create(instance).await?;
     let sans = [network.host_ip().to_string()];
-    let plane = match ControlPlane::start(&config.layout, dir, NODE_NAME, &sans, config.startup_timeout).await {
+    let plane = match ControlPlane::start(&config.layout, dir, NODE_NAME, &sans, config.startup_timeout).await
+    {
         Ok(plane) => plane,
         Err(e) => {
             network.destroy().await;

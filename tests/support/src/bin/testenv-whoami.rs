@@ -34,7 +34,9 @@ async fn main() -> anyhow::Result<()> {
     let user = answer.status.and_then(|s| s.user_info).unwrap_or_default();
     let env: BTreeMap<String, String> = std::env::vars()
         .filter(|(k, _)| {
-            k.starts_with("KUBERNETES_") || k.starts_with("POD_") || ["HOSTNAME", "HOME", "PATH"].contains(&k.as_str())
+            k.starts_with("KUBERNETES_")
+                || k.starts_with("POD_")
+                || ["HOSTNAME", "HOME", "PATH"].contains(&k.as_str())
         })
         .collect();
     let report = json!({
@@ -57,6 +59,8 @@ async fn main() -> anyhow::Result<()> {
         term.recv().await;
         println!("SIGTERM received; exiting");
     };
-    axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await?;
     Ok(())
 }

@@ -45,10 +45,7 @@ pub fn write(dir: &Path, files: &BTreeMap<String, VolumeFile>, owner: Owner) -> 
     let _ = std::fs::remove_file(&tmp);
     symlink(&stamp, &tmp)?;
     std::fs::rename(&tmp, dir.join("..data"))?;
-    let top: std::collections::BTreeSet<&str> = files
-        .keys()
-        .filter_map(|k| k.split('/').next())
-        .collect();
+    let top: std::collections::BTreeSet<&str> = files.keys().filter_map(|k| k.split('/').next()).collect();
     for name in &top {
         let link = dir.join(name);
         if std::fs::symlink_metadata(&link).is_err() {
@@ -98,13 +95,20 @@ mod tests {
         assert!(write(&dir, &files, Owner::default()).is_ok());
         files.insert("token".into(), file("two"));
         assert!(write(&dir, &files, Owner::default()).is_ok());
-        assert_eq!(std::fs::read_to_string(dir.join("token")).ok().as_deref(), Some("two"));
+        assert_eq!(
+            std::fs::read_to_string(dir.join("token")).ok().as_deref(),
+            Some("two")
+        );
         assert_eq!(
             std::fs::read_link(dir.join("token")).ok(),
             Some(PathBuf::from("..data/token"))
         );
         let stamps = std::fs::read_dir(&dir)
-            .map(|d| d.flatten().filter(|e| e.file_name().to_string_lossy().starts_with("..2")).count())
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| e.file_name().to_string_lossy().starts_with("..2"))
+                    .count()
+            })
             .unwrap_or(0);
         assert_eq!(stamps, 1);
         let _ = std::fs::remove_dir_all(&dir);

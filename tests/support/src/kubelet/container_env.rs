@@ -33,7 +33,9 @@ pub async fn build(
         let data = if let Some(cm) = &from.config_map_ref {
             cache.config_map(&cm.name, cm.optional.unwrap_or(false)).await?
         } else if let Some(secret) = &from.secret_ref {
-            cache.secret(&secret.name, secret.optional.unwrap_or(false)).await?
+            cache
+                .secret(&secret.name, secret.optional.unwrap_or(false))
+                .await?
         } else {
             BTreeMap::new()
         };
@@ -62,7 +64,10 @@ pub async fn build(
                         None => return Err(format!("key {} not found in secret {}", key.key, key.name)),
                     }
                 } else {
-                    return Err(format!("env {}: only fieldRef, configMapKeyRef and secretKeyRef are supported", var.name));
+                    return Err(format!(
+                        "env {}: only fieldRef, configMapKeyRef and secretKeyRef are supported",
+                        var.name
+                    ));
                 }
             }
         };
@@ -140,9 +145,7 @@ pub fn field_value(pod: &Pod, path: &str, pod_ip: Option<std::net::Ipv4Addr>) ->
             .or_else(|| status.and_then(|s| s.pod_ip.clone())),
         "status.hostIP" => status.and_then(|s| s.host_ip.clone()),
         p if p.starts_with("metadata.labels['") => keyed("metadata.labels['", pod.labels()),
-        p if p.starts_with("metadata.annotations['") => {
-            keyed("metadata.annotations['", pod.annotations())
-        }
+        p if p.starts_with("metadata.annotations['") => keyed("metadata.annotations['", pod.annotations()),
         other => return Err(format!("field path {other:?} is not supported")),
     };
     Ok(value.unwrap_or_default())

@@ -142,7 +142,9 @@ impl MountPoints {
         let mut parent = PathBuf::from("/");
         let mut rest: Vec<&std::ffi::OsStr> = Vec::new();
         for component in target.components() {
-            let Component::Normal(name) = component else { continue };
+            let Component::Normal(name) = component else {
+                continue;
+            };
             if !rest.is_empty() || !parent.join(name).exists() {
                 rest.push(name);
                 continue;
@@ -172,7 +174,9 @@ impl MountPoints {
     /// Replaces `dir` (in this mount namespace only) by a directory of ours holding bind mounts of its entries.
     fn shadow(&mut self, dir: &Path) -> Result<(), String> {
         if dir == Path::new("/") {
-            return Err("cannot create a mount point directly under /; map a path below an existing directory".into());
+            return Err(
+                "cannot create a mount point directly under /; map a path below an existing directory".into(),
+            );
         }
         self.shadows += 1;
         let shadow = self.shadow_dir.join(self.shadows.to_string());

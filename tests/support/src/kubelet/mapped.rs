@@ -18,7 +18,8 @@ pub fn mapped_containers(shared: &Shared, pod: &Pod) -> Vec<(Container, ImageSpe
     let Some(spec) = pod.spec.as_ref() else {
         return Vec::new();
     };
-    let images = crate::images::ImageMap::load(shared.config.images_file.as_deref(), &shared.config.state_dir);
+    let images =
+        crate::images::ImageMap::load(shared.config.images_file.as_deref(), &shared.config.state_dir);
     spec.containers
         .iter()
         .filter_map(|c| {
@@ -88,10 +89,23 @@ async fn launch(
             container.image.as_deref().unwrap_or_default()
         ));
     }
-    let env = container_env::build(&shared.kubelet, pod, container, Some(ip), shared.config.api_service).await?;
+    let env = container_env::build(
+        &shared.kubelet,
+        pod,
+        container,
+        Some(ip),
+        shared.config.api_service,
+    )
+    .await?;
     let entrypoint = image.entrypoint_in_container();
     let mut argv = vec![entrypoint.clone()];
-    argv.extend(container.args.iter().flatten().map(|a| container_env::expand(a, &env)));
+    argv.extend(
+        container
+            .args
+            .iter()
+            .flatten()
+            .map(|a| container_env::expand(a, &env)),
+    );
     let mut mounts = vec![MountSpec {
         source: image.entrypoint.clone(),
         target: entrypoint.into(),
@@ -144,8 +158,12 @@ fn identity(pod: &Pod, container: &Container) -> Result<Identity, String> {
     let pod_ctx = pod.spec.as_ref().and_then(|s| s.security_context.as_ref());
     let ctx = container.security_context.as_ref();
     let id = |v: Option<i64>| v.and_then(|n| u32::try_from(n).ok());
-    let uid = id(ctx.and_then(|c| c.run_as_user).or_else(|| pod_ctx.and_then(|c| c.run_as_user)));
-    let gid = id(ctx.and_then(|c| c.run_as_group).or_else(|| pod_ctx.and_then(|c| c.run_as_group)));
+    let uid = id(ctx
+        .and_then(|c| c.run_as_user)
+        .or_else(|| pod_ctx.and_then(|c| c.run_as_user)));
+    let gid = id(ctx
+        .and_then(|c| c.run_as_group)
+        .or_else(|| pod_ctx.and_then(|c| c.run_as_group)));
     let non_root = ctx
         .and_then(|c| c.run_as_non_root)
         .or_else(|| pod_ctx.and_then(|c| c.run_as_non_root))

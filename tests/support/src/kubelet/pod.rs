@@ -256,7 +256,10 @@ impl PodRunner {
     }
 
     async fn start_processes(&self, sandbox: &Sandbox) -> Result<ProcessPod, String> {
-        let volumes = self.volumes.as_ref().ok_or("the pod's volumes are not prepared")?;
+        let volumes = self
+            .volumes
+            .as_ref()
+            .ok_or("the pod's volumes are not prepared")?;
         let helper = self
             .shared
             .config
@@ -423,7 +426,10 @@ impl PodRunner {
         }
         self.stop_workload().await;
         for c in self.model.containers.iter_mut().filter(|c| c.is_running()) {
-            let code = codes.iter().find(|(n, _)| *n == c.name).map_or(0, |(_, code)| *code);
+            let code = codes
+                .iter()
+                .find(|(n, _)| *n == c.name)
+                .map_or(0, |(_, code)| *code);
             c.terminate(code);
         }
         self.sync_status().await;

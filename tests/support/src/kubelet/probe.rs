@@ -116,7 +116,8 @@ impl Target {
 
 /// Probes forever, reporting each change of the thresholded result.
 async fn run(probe: Probe, target: Target, report: impl Fn(bool)) {
-    let seconds = |v: Option<i32>, default: i32| Duration::from_secs(u64::try_from(v.unwrap_or(default)).unwrap_or(1));
+    let seconds =
+        |v: Option<i32>, default: i32| Duration::from_secs(u64::try_from(v.unwrap_or(default)).unwrap_or(1));
     let period = seconds(probe.period_seconds, 10).max(Duration::from_millis(200));
     let timeout = seconds(probe.timeout_seconds, 1);
     let successes_needed = probe.success_threshold.unwrap_or(1).max(1);

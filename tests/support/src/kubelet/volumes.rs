@@ -53,7 +53,13 @@ impl PodVolumes {
             paths.insert(volume.name.clone(), path);
         }
         let refresher = shortest_token.map(|seconds| {
-            tokio::spawn(refresh_tokens(client.clone(), pod.clone(), dir.to_path_buf(), owner, seconds))
+            tokio::spawn(refresh_tokens(
+                client.clone(),
+                pod.clone(),
+                dir.to_path_buf(),
+                owner,
+                seconds,
+            ))
         });
         Ok(Self {
             dir: dir.to_path_buf(),
@@ -82,8 +88,7 @@ async fn prepare_one(
 ) -> Result<PathBuf, String> {
     let path = dir.join("volumes").join(&volume.name);
     let write = |files: BTreeMap<String, VolumeFile>| {
-        atomic_writer::write(&path, &files, owner)
-            .map_err(|e| format!("writing volume {}: {e}", volume.name))
+        atomic_writer::write(&path, &files, owner).map_err(|e| format!("writing volume {}: {e}", volume.name))
     };
     if volume.empty_dir.is_some() {
         use std::os::unix::fs::PermissionsExt;
@@ -108,7 +113,11 @@ async fn prepare_one(
         write(select(&data, secret.items.as_deref(), mode)?)?;
     } else if let Some(downward) = &volume.downward_api {
         let mode = downward.default_mode.unwrap_or(DEFAULT_MODE);
-        write(downward_files(pod, downward.items.as_deref().unwrap_or_default(), mode)?)?;
+        write(downward_files(
+            pod,
+            downward.items.as_deref().unwrap_or_default(),
+            mode,
+        )?)?;
     } else if let Some(projected) = &volume.projected {
         let mode = projected.default_mode.unwrap_or(DEFAULT_MODE);
         let sources = projected.sources.as_deref().unwrap_or_default();
@@ -136,7 +145,10 @@ fn owner_of(pod: &Pod) -> Owner {
         .or_else(|| ctx.and_then(|c| c.run_as_user))
         .and_then(|u| u32::try_from(u).ok());
     match fs_group {
-        Some(gid) => Owner { uid: None, gid: Some(gid) },
+        Some(gid) => Owner {
+            uid: None,
+            gid: Some(gid),
+        },
         None => Owner { uid: user, gid: None },
     }
 }
@@ -159,7 +171,9 @@ async fn refresh_tokens(client: Client, pod: Arc<Pod>, dir: PathBuf, owner: Owne
                 continue;
             }
             match prepare_one(&client, &pod, &dir, volume, owner).await {
-                Ok(_) => tracing::info!(pod = %pod.name_any(), volume = %volume.name, "service account token refreshed"),
+                Ok(_) => {
+                    tracing::info!(pod = %pod.name_any(), volume = %volume.name, "service account token refreshed")
+                }
                 Err(e) => tracing::warn!(pod = %pod.name_any(), error = %e, "could not refresh a token"),
             }
         }
@@ -211,7 +225,12 @@ async fn config_map_data(
                 .into_iter()
                 .map(|(k, v)| (k, v.into_bytes()))
                 .collect();
-            data.extend(cm.binary_data.unwrap_or_default().into_iter().map(|(k, v)| (k, v.0)));
+            data.extend(
+                cm.binary_data
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(k, v)| (k, v.0)),
+            );
             Ok(data)
         }
         Ok(None) if optional => Ok(BTreeMap::new()),
@@ -293,7 +312,11 @@ async fn projected_files(
             files.extend(select(&data, secret.items.as_deref(), mode)?);
         }
         if let Some(downward) = &source.downward_api {
-            files.extend(downward_files(pod, downward.items.as_deref().unwrap_or_default(), mode)?);
+            files.extend(downward_files(
+                pod,
+                downward.items.as_deref().unwrap_or_default(),
+                mode,
+            )?);
         }
     }
     Ok(files)

@@ -29,8 +29,12 @@ fn map_whoami(env: &TestEnv) {
         .parent()
         .unwrap()
         .join("testenv-whoami");
-    assert!(whoami.is_file(), "build it: cargo build -p kuberay-testenv --bins");
-    env.map_images(&ImageMap::one(IMAGE, ImageSpec::new(whoami))).unwrap();
+    assert!(
+        whoami.is_file(),
+        "build it: cargo build -p kuberay-testenv --bins"
+    );
+    env.map_images(&ImageMap::one(IMAGE, ImageSpec::new(whoami)))
+        .unwrap();
 }
 
 fn deployment(replicas: i32) -> Value {
@@ -83,26 +87,34 @@ async fn setup(client: &Client, ns: &TestNamespace) {
 /// The Deployment's Pods once `n` of them are Ready.
 async fn ready_pods(client: &Client, ns: &TestNamespace, n: usize) -> Vec<Pod> {
     let api: Api<Pod> = Api::namespaced(client.clone(), ns.name());
-    eventually(&format!("{n} ready whoami pods"), Duration::from_secs(60), || async {
-        let pods = api.list(&ListParams::default().labels("app=whoami")).await.ok()?;
-        let ready: Vec<Pod> = pods
-            .items
-            .into_iter()
-            .filter(|p| is_ready(p) && p.metadata.deletion_timestamp.is_none())
-            .collect();
-        (ready.len() == n).then_some(ready)
-    })
+    eventually(
+        &format!("{n} ready whoami pods"),
+        Duration::from_secs(60),
+        || async {
+            let pods = api.list(&ListParams::default().labels("app=whoami")).await.ok()?;
+            let ready: Vec<Pod> = pods
+                .items
+                .into_iter()
+                .filter(|p| is_ready(p) && p.metadata.deletion_timestamp.is_none())
+                .collect();
+            (ready.len() == n).then_some(ready)
+        },
+    )
     .await
 }
 
 /// The `WHOAMI` report in a Pod's log.
 async fn report(env: &TestEnv, ns: &TestNamespace, pod: &str) -> Value {
     let log = env.container_log(ns.name(), pod, "app");
-    eventually(&format!("the WHOAMI line of {pod}"), Duration::from_secs(20), || async {
-        let text = std::fs::read_to_string(&log).ok()?;
-        let line = text.lines().find_map(|l| l.strip_prefix("WHOAMI "))?;
-        serde_json::from_str(line).ok()
-    })
+    eventually(
+        &format!("the WHOAMI line of {pod}"),
+        Duration::from_secs(20),
+        || async {
+            let text = std::fs::read_to_string(&log).ok()?;
+            let line = text.lines().find_map(|l| l.strip_prefix("WHOAMI "))?;
+            serde_json::from_str(line).ok()
+        },
+    )
     .await
 }
 
@@ -123,10 +135,19 @@ async fn a_deployment_of_a_mapped_image_runs_in_cluster_as_its_service_account()
             "the ServiceAccount admission plugin adds the API access volume: {volumes:?}"
         );
         let me = report(env, &ns, &name).await;
-        assert_eq!(me["username"], format!("system:serviceaccount:{}:whoami", ns.name()));
-        assert_eq!(me["extra"]["authentication.kubernetes.io/pod-name"], json!([name]));
+        assert_eq!(
+            me["username"],
+            format!("system:serviceaccount:{}:whoami", ns.name())
+        );
+        assert_eq!(
+            me["extra"]["authentication.kubernetes.io/pod-name"],
+            json!([name])
+        );
         assert_eq!(me["namespaceFile"], ns.name());
-        assert_eq!((me["uid"].as_u64(), me["gid"].as_u64()), (Some(65532), Some(65532)));
+        assert_eq!(
+            (me["uid"].as_u64(), me["gid"].as_u64()),
+            (Some(65532), Some(65532))
+        );
         assert_eq!(me["cacheWritable"], true);
         let e = &me["env"];
         assert_eq!(e["HOSTNAME"], name.as_str());
@@ -134,7 +155,10 @@ async fn a_deployment_of_a_mapped_image_runs_in_cluster_as_its_service_account()
         assert_eq!(e["POD_NAMESPACE"], ns.name());
         assert_eq!(e["POD_SA"], "whoami");
         assert_eq!(e["POD_NODE"], env.info().node_name.as_str());
-        assert_eq!(e["POD_IP"], pod.status.as_ref().unwrap().pod_ip.clone().unwrap().as_str());
+        assert_eq!(
+            e["POD_IP"],
+            pod.status.as_ref().unwrap().pod_ip.clone().unwrap().as_str()
+        );
         assert_eq!(e["POD_SAID"], format!("hello from {name}"));
         assert_eq!(e["KUBERNETES_SERVICE_HOST"], env.info().host_ip.as_str());
         assert_eq!(e["KUBERNETES_SERVICE_PORT"], "443");
@@ -149,27 +173,40 @@ async fn a_deployment_of_a_mapped_image_runs_in_cluster_as_its_service_account()
     let victim = pods[0].metadata.name.clone().unwrap();
     api.delete(&victim, &DeleteParams::default()).await.unwrap();
     let log = env.container_log(ns.name(), &victim, "app");
-    eventually("the deleted pod's process to get SIGTERM", Duration::from_secs(20), || async {
-        let text = std::fs::read_to_string(&log).ok()?;
-        text.contains("SIGTERM received").then_some(())
-    })
+    eventually(
+        "the deleted pod's process to get SIGTERM",
+        Duration::from_secs(20),
+        || async {
+            let text = std::fs::read_to_string(&log).ok()?;
+            text.contains("SIGTERM received").then_some(())
+        },
+    )
     .await;
     eventually("the deleted pod to go away", Duration::from_secs(20), || async {
         api.get_opt(&victim).await.ok()?.is_none().then_some(())
     })
     .await;
     let pods = ready_pods(&client, &ns, 2).await;
-    assert!(pods.iter().all(|p| p.metadata.name.as_deref() != Some(victim.as_str())));
+    assert!(
+        pods.iter()
+            .all(|p| p.metadata.name.as_deref() != Some(victim.as_str()))
+    );
 
     // Killing the process restarts the container.
     let target = pods[0].metadata.name.clone().unwrap();
     let patch = json!({"metadata": {"annotations": {annotations::KILL: "1"}}});
-    api.patch(&target, &PatchParams::default(), &Patch::Merge(patch)).await.unwrap();
-    let restarted = eventually("the killed container to restart", Duration::from_secs(30), || async {
-        let pod = api.get(&target).await.ok()?;
-        let status = pod.status.as_ref()?.container_statuses.as_ref()?.first()?.clone();
-        (status.restart_count == 1 && status.ready).then_some(status)
-    })
+    api.patch(&target, &PatchParams::default(), &Patch::Merge(patch))
+        .await
+        .unwrap();
+    let restarted = eventually(
+        "the killed container to restart",
+        Duration::from_secs(30),
+        || async {
+            let pod = api.get(&target).await.ok()?;
+            let status = pod.status.as_ref()?.container_statuses.as_ref()?.first()?.clone();
+            (status.restart_count == 1 && status.ready).then_some(status)
+        },
+    )
     .await;
     let last = restarted.last_state.and_then(|s| s.terminated).unwrap();
     assert_eq!(last.exit_code, 137);
@@ -199,6 +236,11 @@ async fn a_mapped_image_with_a_command_fails_to_start_with_a_reason() {
         (waiting.reason.as_deref() == Some("CreateContainerError")).then_some(waiting)
     })
     .await;
-    assert!(waiting.message.unwrap_or_default().contains("`command` is not supported"));
+    assert!(
+        waiting
+            .message
+            .unwrap_or_default()
+            .contains("`command` is not supported")
+    );
     ns.delete(&client).await.unwrap();
 }

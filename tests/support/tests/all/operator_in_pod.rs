@@ -37,7 +37,11 @@ fn plugins_dir() -> PathBuf {
 #[tokio::test]
 async fn the_operator_runs_in_a_pod_and_reconciles_a_raycluster() {
     let env = env().await;
-    let operator = supervisor_binary().unwrap().parent().unwrap().join("kuberay-wasm");
+    let operator = supervisor_binary()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("kuberay-wasm");
     assert!(operator.is_file(), "build it: cargo build -p kuberay-wasm");
     env.install_crds().await.unwrap();
     let plugins = plugins_dir();
@@ -91,14 +95,22 @@ async fn the_operator_runs_in_a_pod_and_reconciles_a_raycluster() {
     )
     .await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns.name());
-    let operator_pod = eventually("the operator pod to be Ready", Duration::from_secs(90), || async {
-        let list = pods.list(&ListParams::default().labels("app=kuberay-wasm")).await.ok()?;
-        list.items.into_iter().find(is_ready)
-    })
+    let operator_pod = eventually(
+        "the operator pod to be Ready",
+        Duration::from_secs(90),
+        || async {
+            let list = pods
+                .list(&ListParams::default().labels("app=kuberay-wasm"))
+                .await
+                .ok()?;
+            list.items.into_iter().find(is_ready)
+        },
+    )
     .await;
 
     let gvk = GroupVersionKind::gvk("ray.io", "v1", "RayCluster");
-    let clusters: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns.name(), &ApiResource::from_gvk(&gvk));
+    let clusters: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), ns.name(), &ApiResource::from_gvk(&gvk));
     let cluster: DynamicObject = serde_json::from_value(json!({
         "apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "in-pod"},
         "spec": {
@@ -111,19 +123,30 @@ async fn the_operator_runs_in_a_pod_and_reconciles_a_raycluster() {
     }))
     .unwrap();
     clusters.create(&PostParams::default(), &cluster).await.unwrap();
-    let log = env.container_log(ns.name(), operator_pod.metadata.name.as_deref().unwrap(), "operator");
-    eventually("the operator in the pod to create the head pod", Duration::from_secs(60), || async {
-        let list = pods
-            .list(&ListParams::default().labels("ray.io/cluster=in-pod,ray.io/node-type=head"))
-            .await
-            .ok()?;
-        (!list.items.is_empty()).then_some(())
-    })
+    let log = env.container_log(
+        ns.name(),
+        operator_pod.metadata.name.as_deref().unwrap(),
+        "operator",
+    );
+    eventually(
+        "the operator in the pod to create the head pod",
+        Duration::from_secs(60),
+        || async {
+            let list = pods
+                .list(&ListParams::default().labels("ray.io/cluster=in-pod,ray.io/node-type=head"))
+                .await
+                .ok()?;
+            (!list.items.is_empty()).then_some(())
+        },
+    )
     .await;
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     assert!(!text.is_empty(), "the operator logs to {}", log.display());
 
-    bindings.delete(&binding_name, &DeleteParams::default()).await.unwrap();
+    bindings
+        .delete(&binding_name, &DeleteParams::default())
+        .await
+        .unwrap();
     ns.delete(&client).await.unwrap();
     let _ = std::fs::remove_dir_all(plugins);
 }
