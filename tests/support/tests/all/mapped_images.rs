@@ -210,6 +210,31 @@ async fn a_deployment_of_a_mapped_image_runs_in_cluster_as_its_service_account()
     .await;
     let last = restarted.last_state.and_then(|s| s.terminated).unwrap();
     assert_eq!(last.exit_code, 137);
+
+    // A frozen process fails its liveness probe: SIGTERM (pending while it is stopped), SIGKILL after the
+    // grace period, and a restart.
+    let freeze = |value: Option<&str>| json!({"metadata": {"annotations": {annotations::FREEZE: value}}});
+    api.patch(
+        &target,
+        &PatchParams::default(),
+        &Patch::Merge(freeze(Some("true"))),
+    )
+    .await
+    .unwrap();
+    eventually(
+        "the frozen container to be restarted by its liveness probe",
+        Duration::from_secs(30),
+        || async {
+            let pod = api.get(&target).await.ok()?;
+            let status = pod.status.as_ref()?.container_statuses.as_ref()?.first()?.clone();
+            (status.restart_count == 2).then_some(())
+        },
+    )
+    .await;
+    api.patch(&target, &PatchParams::default(), &Patch::Merge(freeze(None)))
+        .await
+        .unwrap();
+    ready_pods(&client, &ns, 2).await;
     ns.delete(&client).await.unwrap();
 }
 
