@@ -15,6 +15,7 @@ mod node;
 mod pod;
 pub(crate) mod probe;
 mod status;
+mod token;
 mod volumes;
 
 use std::{

@@ -12,10 +12,9 @@ use std::{
 };
 
 use k8s_openapi::api::core::v1::{
-    ConfigMap, DownwardAPIVolumeFile, KeyToPath, Pod, Secret, ServiceAccount, Volume, VolumeProjection,
+    ConfigMap, DownwardAPIVolumeFile, KeyToPath, Pod, Secret, Volume, VolumeProjection,
 };
-use kube::{Api, Client, ResourceExt, api::PostParams};
-use serde_json::json;
+use kube::{Api, Client, ResourceExt};
 use tokio::task::JoinHandle;
 
 use super::atomic_writer::{self, Owner, VolumeFile};
@@ -298,7 +297,7 @@ async fn projected_files(
     for source in sources {
         if let Some(token) = &source.service_account_token {
             let seconds = token.expiration_seconds.unwrap_or(DEFAULT_TOKEN_SECONDS);
-            let value = request_token(client, pod, token.audience.as_deref(), seconds).await?;
+            let value = super::token::request(client, pod, token.audience.as_deref(), seconds).await?;
             // The Pod's own user gets the token privately; others read it through the group or mode.
             let token_mode = if owner.uid.is_some() { 0o600 } else { mode };
             files.insert(token.path.clone(), file(value, token_mode));
@@ -320,37 +319,4 @@ async fn projected_files(
         }
     }
     Ok(files)
-}
-
-/// A token for the Pod's ServiceAccount from the TokenRequest API, bound to the Pod.
-async fn request_token(
-    client: &Client,
-    pod: &Pod,
-    audience: Option<&str>,
-    seconds: i64,
-) -> Result<String, String> {
-    let account = pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.service_account_name.clone())
-        .unwrap_or_else(|| "default".into());
-    let api: Api<ServiceAccount> = Api::namespaced(client.clone(), &pod.namespace().unwrap_or_default());
-    let audiences: Vec<&str> = audience.filter(|a| !a.is_empty()).into_iter().collect();
-    let request = json!({
-        "apiVersion": "authentication.k8s.io/v1",
-        "kind": "TokenRequest",
-        "spec": {
-            "audiences": audiences,
-            "expirationSeconds": seconds,
-            "boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": pod.name_any(), "uid": pod.uid()},
-        }
-    });
-    let response: k8s_openapi::api::authentication::v1::TokenRequest = api
-        .create_subresource("token", &account, &PostParams::default(), &request)
-        .await
-        .map_err(|e| format!("requesting a token for service account {account:?}: {e}"))?;
-    response
-        .status
-        .map(|s| s.token)
-        .ok_or_else(|| "the token request returned no token".into())
 }
