@@ -17,6 +17,7 @@ use crate::{
     controlplane::client_from_kubeconfig,
     crds,
     error::{Error, Result},
+    images::{IMAGES_DIR, ImageMap},
     info::{EnvInfo, is_supervisor_alive},
     kubelet::HeadMode,
     paths::Layout,
@@ -188,6 +189,28 @@ impl TestEnv {
             )));
         }
         crds::install(&self.client().await?, &dir).await
+    }
+
+    /// Tells the environment's kubelet to run containers of these images for real (see
+    /// [`crate::images`]). Applies to Pods the kubelet sees from now on; maps add up (a later map of the
+    /// same image wins).
+    pub fn map_images(&self, map: &ImageMap) -> Result<()> {
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let dir = self.info.state_dir.join(IMAGES_DIR);
+        std::fs::create_dir_all(&dir).map_err(Error::io(format!("creating {}", dir.display())))?;
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("{}-{n:04}", std::process::id());
+        let tmp = dir.join(format!(".{name}.tmp"));
+        std::fs::write(&tmp, map.to_yaml()?).map_err(Error::io("writing an image map"))?;
+        std::fs::rename(&tmp, dir.join(format!("{name}.yaml"))).map_err(Error::io("publishing an image map"))
+    }
+
+    /// The log of a container of a Pod on the simulated node (containers of mapped images write there).
+    pub fn container_log(&self, namespace: &str, pod: &str, container: &str) -> PathBuf {
+        self.info
+            .state_dir
+            .join("logs/pods")
+            .join(format!("{namespace}_{pod}_{container}.log"))
     }
 
     /// A fresh namespace for one test, named `<prefix>-<random>`.

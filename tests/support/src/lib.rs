@@ -20,6 +20,7 @@ pub mod crds;
 mod env;
 mod error;
 pub mod identities;
+pub mod images;
 pub mod info;
 pub mod kubelet;
 pub mod network;

@@ -6,6 +6,7 @@
 
 use std::{
     collections::BTreeMap,
+    net::SocketAddr,
     path::{Path, PathBuf},
     sync::Arc,
     time::Duration,
@@ -21,7 +22,7 @@ use crate::{
     error::{Error, Result},
     info::EnvInfo,
     kubelet::{HeadMode, KubeletConfig, SimKubelet},
-    network::{OperatorLink, PodNetwork},
+    network::{OperatorLink, PodNetwork, api_forward},
     paths::Layout,
     stale,
 };
@@ -81,22 +82,44 @@ struct RunningEnv {
     plane: ControlPlane,
     network: Arc<PodNetwork>,
     operator_link: OperatorLink,
+    api_forwarder: tokio::task::JoinHandle<()>,
     kubelet: SimKubelet,
 }
 
 async fn start(config: &SupervisorConfig, instance: &str, dir: &Path) -> Result<RunningEnv> {
-    let plane = ControlPlane::start(&config.layout, dir, NODE_NAME, config.startup_timeout).await?;
+    // The network comes first: the API server's certificate must name the host's address on it, where Pods
+    // reach the `kubernetes` Service.
+    let network = PodNetwork::create(instance).await?;
+    let sans = [network.host_ip().to_string()];
+    let plane = match ControlPlane::start(&config.layout, dir, NODE_NAME, &sans, config.startup_timeout).await
+    {
+        Ok(plane) => plane,
+        Err(e) => {
+            network.destroy().await;
+            return Err(e);
+        }
+    };
     let pids: Vec<String> = plane.pids().iter().map(u32::to_string).collect();
     std::fs::write(dir.join(stale::COMPONENT_PIDS_FILE), pids.join("\n"))
         .map_err(Error::io("writing the component pid file"))?;
-    let network = PodNetwork::create(instance).await?;
-    let api_server: std::net::SocketAddr = plane
+    let api_server: SocketAddr = plane
         .server()
         .trim_start_matches("https://")
         .parse()
         .map_err(|e| Error::Other(format!("unexpected API server address {}: {e}", plane.server())))?;
-    let operator_link = match OperatorLink::create(instance, api_server).await {
-        Ok(link) => link,
+    let service = SocketAddr::from((network.host_ip(), api_forward::SERVICE_PORT));
+    let links = match OperatorLink::create(instance, api_server).await {
+        Ok(link) => match api_forward::start(service, api_server).await {
+            Ok(forwarder) => Ok((link, forwarder)),
+            Err(e) => {
+                link.destroy().await;
+                Err(e)
+            }
+        },
+        Err(e) => Err(e),
+    };
+    let (operator_link, api_forwarder) = match links {
+        Ok(links) => links,
         Err(e) => {
             network.destroy().await;
             plane.stop().await;
@@ -117,6 +140,10 @@ async fn start(config: &SupervisorConfig, instance: &str, dir: &Path) -> Result<
         ray_cli: config.layout.ray_cli(),
         ray_python_path: Some(config.layout.ray_apps()),
         state_dir: dir.to_path_buf(),
+        images_file: std::env::var_os(crate::images::IMAGES_ENV)
+            .map(|f| std::path::absolute(&f).unwrap_or_else(|_| PathBuf::from(f))),
+        api_service: Some(service),
+        exec_helper: std::env::current_exe().ok(),
     };
     let kubelet = match SimKubelet::start(
         kubelet_config,
@@ -128,6 +155,7 @@ async fn start(config: &SupervisorConfig, instance: &str, dir: &Path) -> Result<
     {
         Ok(k) => k,
         Err(e) => {
+            api_forwarder.abort();
             operator_link.destroy().await;
             network.destroy().await;
             plane.stop().await;
@@ -160,6 +188,7 @@ async fn start(config: &SupervisorConfig, instance: &str, dir: &Path) -> Result<
         plane,
         network,
         operator_link,
+        api_forwarder,
         kubelet,
     })
 }
@@ -191,6 +220,7 @@ impl RunningEnv {
 
     async fn stop(self) {
         self.kubelet.shutdown().await;
+        self.api_forwarder.abort();
         self.operator_link.destroy().await;
         self.network.destroy().await;
         self.plane.stop().await;

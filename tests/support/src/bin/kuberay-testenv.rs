@@ -71,6 +71,12 @@ enum Cmd {
     },
     /// Remove environments whose supervisor is gone.
     Sweep,
+    /// Start one container of a mapped image (the simulated kubelet runs this; see `kubelet::exec`).
+    #[command(hide = true)]
+    PodExec {
+        /// The container's spec (JSON) the kubelet wrote.
+        spec: PathBuf,
+    },
 }
 
 fn parse_head(s: &str) -> Result<HeadMode, String> {
@@ -79,6 +85,10 @@ fn parse_head(s: &str) -> Result<HeadMode, String> {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    // Before any thread exists: it enters namespaces and becomes the container's process.
+    if let Cmd::PodExec { spec } = &cli.command {
+        return pod_exec(spec);
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let layout = Layout::discover();
     match cli.command {
@@ -119,6 +129,16 @@ fn main() -> anyhow::Result<()> {
             runtime.block_on(stale::sweep());
             Ok(())
         }
+        Cmd::PodExec { .. } => Ok(()),
+    }
+}
+
+fn pod_exec(spec: &std::path::Path) -> anyhow::Result<()> {
+    let text = std::fs::read(spec).with_context(|| format!("reading {}", spec.display()))?;
+    let spec: kuberay_testenv::kubelet::exec::ExecSpec = serde_json::from_slice(&text)?;
+    match kuberay_testenv::kubelet::exec::exec(&spec) {
+        Ok(never) => match never {},
+        Err(message) => bail!("kuberay-testenv pod-exec: cannot start the container: {message}"),
     }
 }
 

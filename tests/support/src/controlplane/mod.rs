@@ -30,7 +30,8 @@ pub const SERVICE_CIDR: &str = "10.96.0.0/16";
 
 /// Controllers kube-controller-manager runs: what the operator's behaviour depends on (ownerReference garbage
 /// collection, Endpoints/EndpointSlices behind Services and the proxy subresource, namespace deletion,
-/// service accounts and their tokens, batch Jobs) and nothing that needs a real kubelet.
+/// service accounts and their tokens and the `kube-root-ca.crt` ConfigMap their projected volumes read, batch
+/// Jobs, Deployments and ReplicaSets (the operator's own Deployment) and nothing that needs a real kubelet.
 pub const CONTROLLERS: &[&str] = &[
     "garbage-collector-controller",
     "endpoints-controller",
@@ -39,6 +40,8 @@ pub const CONTROLLERS: &[&str] = &[
     "serviceaccount-controller",
     "serviceaccount-token-controller",
     "job-controller",
+    "deployment-controller",
+    "replicaset-controller",
     "ttl-after-finished-controller",
     "root-ca-certificate-publisher-controller",
     "clusterrole-aggregation-controller",
@@ -58,13 +61,21 @@ pub struct ControlPlane {
 impl ControlPlane {
     /// Starts etcd, the API server and the controller manager, and returns once the API server is ready and
     /// the controller manager has created the `default` ServiceAccount (so Pods can be admitted).
-    pub async fn start(layout: &Layout, dir: &Path, node_name: &str, timeout: Duration) -> Result<Self> {
+    /// `extra_addresses` are more addresses the API server's certificate must be valid for (where Pods
+    /// reach it).
+    pub async fn start(
+        layout: &Layout,
+        dir: &Path,
+        node_name: &str,
+        extra_addresses: &[String],
+        timeout: Duration,
+    ) -> Result<Self> {
         let etcd_bin = layout.binary("etcd")?;
         let apiserver_bin = layout.binary("kube-apiserver")?;
         let controller_manager_bin = layout.binary("kube-controller-manager")?;
         let deadline = Instant::now() + timeout;
 
-        let pki = Pki::generate(&dir.join("pki"))?;
+        let pki = Pki::generate(&dir.join("pki"), extra_addresses)?;
         let identities = Identities::generate(node_name)?;
         let token_file = dir.join("pki/tokens.csv");
         identities.write_token_file(&token_file)?;

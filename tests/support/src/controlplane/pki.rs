@@ -26,7 +26,8 @@ pub struct Pki {
 pub const KUBERNETES_SERVICE_IP: &str = "10.96.0.1";
 
 impl Pki {
-    pub fn generate(dir: &Path) -> Result<Self> {
+    /// Generates everything; `extra_addresses` are more names or IPs the API server is reached at.
+    pub fn generate(dir: &Path, extra_addresses: &[String]) -> Result<Self> {
         fs::create_dir_all(dir).map_err(Error::io(format!("creating {}", dir.display())))?;
 
         let ca_key = KeyPair::generate()?;
@@ -44,7 +45,7 @@ impl Pki {
         let issuer = Issuer::new(ca_params, &ca_key);
 
         let serving_key = KeyPair::generate()?;
-        let mut serving_params = CertificateParams::new(vec![
+        let mut names = vec![
             "127.0.0.1".to_string(),
             "localhost".to_string(),
             "kubernetes".to_string(),
@@ -52,7 +53,9 @@ impl Pki {
             "kubernetes.default.svc".to_string(),
             "kubernetes.default.svc.cluster.local".to_string(),
             KUBERNETES_SERVICE_IP.to_string(),
-        ])?;
+        ];
+        names.extend(extra_addresses.iter().cloned());
+        let mut serving_params = CertificateParams::new(names)?;
         serving_params
             .distinguished_name
             .push(DnType::CommonName, "kube-apiserver");

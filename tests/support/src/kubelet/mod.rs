@@ -5,11 +5,18 @@
 //! It authenticates as `system:node:<node>` and `system:kube-scheduler`, so the Node authorizer and the
 //! NodeRestriction admission plugin hold it to what a real kubelet and scheduler may do.
 
+mod atomic_writer;
 mod binder;
+mod container_env;
 mod directives;
+pub mod exec;
+mod mapped;
 mod node;
 mod pod;
+pub(crate) mod probe;
 mod status;
+mod token;
+mod volumes;
 
 use std::{
     collections::HashMap,
@@ -37,6 +44,12 @@ pub struct KubeletConfig {
     pub ray_python_path: Option<PathBuf>,
     /// Ray temp dirs and logs go under here.
     pub state_dir: PathBuf,
+    /// The image-map file (`KUBERAY_TESTENV_IMAGES`); maps in `<state_dir>/images.d` are read too.
+    pub images_file: Option<PathBuf>,
+    /// Where Pods reach the API server (the `kubernetes` Service variables point here).
+    pub api_service: Option<std::net::SocketAddr>,
+    /// The `kuberay-testenv` binary, whose `pod-exec` command starts containers of mapped images.
+    pub exec_helper: Option<PathBuf>,
 }
 
 /// State shared by the kubelet's tasks.

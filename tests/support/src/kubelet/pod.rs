@@ -7,7 +7,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Container, Pod};
 use kube::{
     Api, ResourceExt,
     api::{DeleteParams, Patch, PatchParams, Preconditions},
@@ -19,13 +19,16 @@ use super::{
     Shared,
     directives::{Directives, HeadMode},
     status::{Phase, PodModel},
+    volumes::PodVolumes,
 };
 use crate::{
+    images::ImageSpec,
     network::Sandbox,
     workloads::{
         Workload,
         echo::EchoServers,
         fake_ray::{FakeHead, FakeOptions, ListenOn, RayPorts},
+        process::ProcessPod,
         real_ray::{RealRayConfig, RealRayHead},
     },
 };
@@ -43,12 +46,17 @@ enum Plan {
     RealRay,
     /// Runs for a while, then exits (Pods of batch Jobs).
     Completion,
+    /// Containers of mapped images run as real processes (see [`crate::images`]).
+    Mapped,
 }
 
 pub struct PodRunner {
     shared: Arc<Shared>,
     pod: Arc<Pod>,
     plan: Plan,
+    /// The containers whose image is mapped, and what stands in for it.
+    mapped: Vec<(Container, ImageSpec)>,
+    volumes: Option<PodVolumes>,
     model: PodModel,
     reported: Option<Value>,
     sandbox: Option<Sandbox>,
@@ -68,7 +76,12 @@ pub struct PodRunner {
 impl PodRunner {
     pub async fn new(shared: Arc<Shared>, pod: Arc<Pod>) -> Self {
         let directives = Directives::of(&pod);
-        let plan = plan_for(&shared, &pod, &directives).await;
+        let mapped = super::mapped::mapped_containers(&shared, &pod);
+        let plan = if mapped.is_empty() {
+            plan_for(&shared, &pod, &directives).await
+        } else {
+            Plan::Mapped
+        };
         let model = PodModel::new(&pod, shared.network.host_ip());
         // A kill annotation present at creation is history, not a request.
         let handled_kill = directives.kill.clone();
@@ -76,6 +89,8 @@ impl PodRunner {
             shared,
             pod,
             plan,
+            mapped,
+            volumes: None,
             model,
             reported: None,
             sandbox: None,
@@ -137,6 +152,7 @@ impl PodRunner {
             for c in &mut self.model.containers {
                 c.state = super::status::State::Waiting {
                     reason: "CreateContainerError".into(),
+                    message: Some(message.clone()),
                 };
             }
             self.model.message = Some(message);
@@ -160,7 +176,10 @@ impl PodRunner {
 
     /// Creates the sandbox (for workloads that listen) and starts the workload in it.
     async fn start_workload(&mut self) -> Result<(), String> {
-        let needs_sandbox = matches!(self.plan, Plan::Echo | Plan::FakeRay | Plan::RealRay);
+        let needs_sandbox = matches!(
+            self.plan,
+            Plan::Echo | Plan::FakeRay | Plan::RealRay | Plan::Mapped
+        );
         if needs_sandbox && self.sandbox.is_none() {
             self.sandbox = Some(
                 self.shared
@@ -171,6 +190,10 @@ impl PodRunner {
             );
         } else if !needs_sandbox && self.ip.is_none() {
             self.ip = Some(self.shared.network.allocate_ip().map_err(|e| e.to_string())?);
+        }
+        if self.plan == Plan::Mapped && self.volumes.is_none() {
+            let dir = super::mapped::pod_dir(&self.shared, &self.pod);
+            self.volumes = Some(PodVolumes::prepare(&self.shared.kubelet, &self.pod, &dir).await?);
         }
         self.workload = Some(self.new_workload().await?);
         Ok(())
@@ -227,8 +250,26 @@ impl PodRunner {
                 };
                 Workload::RealRay(RealRayHead::start(&config).map_err(|e| e.to_string())?)
             }
+            (Plan::Mapped, Some(sb)) => Workload::Processes(self.start_processes(sb).await?),
             _ => Workload::Simulated,
         })
+    }
+
+    async fn start_processes(&self, sandbox: &Sandbox) -> Result<ProcessPod, String> {
+        let volumes = self
+            .volumes
+            .as_ref()
+            .ok_or("the pod's volumes are not prepared")?;
+        let helper = self
+            .shared
+            .config
+            .exec_helper
+            .as_deref()
+            .ok_or("this kubelet has no `kuberay-testenv pod-exec` helper to run containers with")?;
+        let launches =
+            super::mapped::launches(&self.shared, &self.pod, volumes, sandbox, &self.mapped).await?;
+        let grace = super::mapped::grace_period(&self.pod);
+        ProcessPod::start(helper, &launches, sandbox.ip, grace).map_err(|e| e.to_string())
     }
 
     async fn on_update(&mut self) {
@@ -312,6 +353,13 @@ impl PodRunner {
             return;
         }
         let healthy = !self.frozen && matches!(&self.workload, Some(w) if w.healthy().await);
+        if self.plan == Plan::Mapped {
+            // The containers' own probes, with their periods and thresholds, decide.
+            for c in self.model.containers.iter_mut().filter(|c| c.is_running()) {
+                c.ready = healthy;
+            }
+            return;
+        }
         self.failed_checks = if healthy { 0 } else { self.failed_checks + 1 };
         for c in self.model.containers.iter_mut().filter(|c| c.is_running()) {
             if healthy {
@@ -372,9 +420,17 @@ impl PodRunner {
             return;
         }
         self.deleting = true;
+        let mut codes = Vec::new();
+        if let Some(Workload::Processes(processes)) = self.workload.as_mut() {
+            codes = processes.terminate(super::mapped::grace_period(&self.pod)).await;
+        }
         self.stop_workload().await;
         for c in self.model.containers.iter_mut().filter(|c| c.is_running()) {
-            c.terminate(0);
+            let code = codes
+                .iter()
+                .find(|(n, _)| *n == c.name)
+                .map_or(0, |(_, code)| *code);
+            c.terminate(code);
         }
         self.sync_status().await;
         self.remove_object().await;
@@ -423,6 +479,9 @@ impl PodRunner {
         }
         if let Some(ip) = self.ip.take() {
             self.shared.network.release_ip(ip);
+        }
+        if let Some(volumes) = self.volumes.take() {
+            volumes.remove();
         }
     }
 

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 pub enum State {
     Waiting {
         reason: String,
+        message: Option<String>,
     },
     Running {
         started_at: String,
@@ -26,7 +27,9 @@ pub enum State {
 impl State {
     fn to_json(&self) -> Value {
         match self {
-            Self::Waiting { reason } => json!({"waiting": {"reason": reason}}),
+            Self::Waiting { reason, message } => {
+                json!({"waiting": {"reason": reason, "message": message}})
+            }
             Self::Running { started_at } => json!({"running": {"startedAt": started_at}}),
             Self::Terminated {
                 exit_code,
@@ -63,6 +66,7 @@ impl Container {
             image: image.to_string(),
             state: State::Waiting {
                 reason: "ContainerCreating".into(),
+                message: None,
             },
             last_state: None,
             ready: false,

@@ -3,6 +3,7 @@
 //! addresses that the API server can proxy to and Endpoints accept, yet all traffic stays on this machine:
 //! the bridge has no uplink and nothing forwards or NATs its traffic.
 
+pub mod api_forward;
 mod iproute;
 mod netns;
 mod operator_link;

@@ -2,11 +2,12 @@
 
 pub mod echo;
 pub mod fake_ray;
+pub mod process;
 pub mod real_ray;
 
 use std::time::Duration;
 
-use self::{echo::EchoServers, fake_ray::FakeHead, real_ray::RealRayHead};
+use self::{echo::EchoServers, fake_ray::FakeHead, process::ProcessPod, real_ray::RealRayHead};
 use crate::network::{Sandbox, kill_namespace_processes, signal_namespace};
 
 pub enum Workload {
@@ -15,6 +16,8 @@ pub enum Workload {
     Echo(EchoServers),
     FakeRay(FakeHead),
     RealRay(RealRayHead),
+    /// Containers of mapped images, running as processes.
+    Processes(ProcessPod),
 }
 
 impl Workload {
@@ -24,6 +27,7 @@ impl Workload {
             Self::Echo(_) => "http-echo",
             Self::FakeRay(_) => "fake Ray head",
             Self::RealRay(_) => "real Ray head",
+            Self::Processes(_) => "processes",
         }
     }
 
@@ -32,6 +36,7 @@ impl Workload {
         match self {
             Self::Simulated | Self::Echo(_) | Self::FakeRay(_) => true,
             Self::RealRay(head) => head.healthy().await,
+            Self::Processes(processes) => processes.ready(),
         }
     }
 
@@ -39,6 +44,7 @@ impl Workload {
     pub fn exited(&mut self) -> Option<i32> {
         match self {
             Self::RealRay(head) => head.exited(),
+            Self::Processes(processes) => processes.exited(),
             _ => None,
         }
     }
@@ -49,7 +55,7 @@ impl Workload {
             Self::Simulated => {}
             Self::Echo(servers) => servers.stop(),
             Self::FakeRay(head) => head.stop(),
-            Self::RealRay(_) => {}
+            Self::RealRay(_) | Self::Processes(_) => {}
         }
         if let Some(sandbox) = sandbox {
             kill_namespace_processes(&sandbox.netns).await;

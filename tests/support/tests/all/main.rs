@@ -13,6 +13,8 @@ mod control_plane;
 mod crds;
 mod garbage_collection;
 mod kubelet;
+mod mapped_images;
+mod operator_in_pod;
 mod proxy;
 mod ray_fake;
 mod ray_real;

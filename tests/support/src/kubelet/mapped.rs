@@ -1,0 +1,190 @@
+//! Pods whose containers use mapped images ([`crate::images`]): which containers run for real, and how each
+//! is launched (argv, environment, user, and the mounts of its volumes and image paths).
+
+use std::{
+    net::Ipv4Addr,
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+use k8s_openapi::api::core::v1::{Container, Pod};
+use kube::ResourceExt;
+
+use super::{Shared, container_env, exec::ExecSpec, exec::MountSpec, volumes::PodVolumes};
+use crate::{images::ImageSpec, network::Sandbox, workloads::process::ContainerLaunch};
+
+/// The Pod's containers whose image is mapped, with what stands in for the image.
+pub fn mapped_containers(shared: &Shared, pod: &Pod) -> Vec<(Container, ImageSpec)> {
+    let Some(spec) = pod.spec.as_ref() else {
+        return Vec::new();
+    };
+    let images =
+        crate::images::ImageMap::load(shared.config.images_file.as_deref(), &shared.config.state_dir);
+    spec.containers
+        .iter()
+        .filter_map(|c| {
+            let image = images.get(c.image.as_deref()?)?;
+            Some((c.clone(), image.clone()))
+        })
+        .collect()
+}
+
+/// The Pod's state directory (volumes, container specs, mount shadows).
+pub fn pod_dir(shared: &Shared, pod: &Pod) -> PathBuf {
+    shared
+        .config
+        .state_dir
+        .join("pods")
+        .join(pod.uid().unwrap_or_else(|| pod.name_any()))
+}
+
+/// Where a container's output goes: `<state dir>/logs/pods/<namespace>_<pod>_<container>.log`.
+pub fn log_path(state_dir: &Path, pod: &Pod, container: &str) -> PathBuf {
+    state_dir.join("logs/pods").join(format!(
+        "{}_{}_{container}.log",
+        pod.namespace().unwrap_or_default(),
+        pod.name_any()
+    ))
+}
+
+/// The grace period of a deletion (or of the Pod's spec).
+pub fn grace_period(pod: &Pod) -> Duration {
+    let seconds = pod
+        .metadata
+        .deletion_grace_period_seconds
+        .or_else(|| pod.spec.as_ref().and_then(|s| s.termination_grace_period_seconds))
+        .unwrap_or(30);
+    Duration::from_secs(u64::try_from(seconds).unwrap_or(0))
+}
+
+/// How to start each mapped container; an error is the message of a `CreateContainerError`.
+pub async fn launches(
+    shared: &Shared,
+    pod: &Pod,
+    volumes: &PodVolumes,
+    sandbox: &Sandbox,
+    mapped: &[(Container, ImageSpec)],
+) -> Result<Vec<ContainerLaunch>, String> {
+    let mut out = Vec::new();
+    for (container, image) in mapped {
+        out.push(launch(shared, pod, volumes, sandbox.ip, &sandbox.netns, container, image).await?);
+    }
+    Ok(out)
+}
+
+async fn launch(
+    shared: &Shared,
+    pod: &Pod,
+    volumes: &PodVolumes,
+    ip: Ipv4Addr,
+    netns: &str,
+    container: &Container,
+    image: &ImageSpec,
+) -> Result<ContainerLaunch, String> {
+    let name = &container.name;
+    if container.command.is_some() {
+        return Err(format!(
+            "container {name}: `command` is not supported for the mapped image {:?} (its entrypoint is the \
+             mapped executable); pass `args` only",
+            container.image.as_deref().unwrap_or_default()
+        ));
+    }
+    let env = container_env::build(
+        &shared.kubelet,
+        pod,
+        container,
+        Some(ip),
+        shared.config.api_service,
+    )
+    .await?;
+    let entrypoint = image.entrypoint_in_container();
+    let mut argv = vec![entrypoint.clone()];
+    argv.extend(
+        container
+            .args
+            .iter()
+            .flatten()
+            .map(|a| container_env::expand(a, &env)),
+    );
+    let mut mounts = vec![MountSpec {
+        source: image.entrypoint.clone(),
+        target: entrypoint.into(),
+        read_only: true,
+    }];
+    mounts.extend(image.paths.iter().map(|(target, source)| MountSpec {
+        source: source.clone(),
+        target: target.into(),
+        read_only: true,
+    }));
+    for m in container.volume_mounts.iter().flatten() {
+        let base = volumes
+            .paths
+            .get(&m.name)
+            .ok_or_else(|| format!("container {name}: volume {} is not defined", m.name))?;
+        let source = match m.sub_path.as_deref().filter(|s| !s.is_empty()) {
+            Some(sub) => base.join(sub),
+            None => base.clone(),
+        };
+        mounts.push(MountSpec {
+            source,
+            target: m.mount_path.clone().into(),
+            read_only: m.read_only.unwrap_or(false),
+        });
+    }
+    let (uid, gid, groups) = identity(pod, container)?;
+    let dir = pod_dir(shared, pod);
+    Ok(ContainerLaunch {
+        container: container.clone(),
+        spec: ExecSpec {
+            netns: PathBuf::from(format!("/run/netns/{netns}")),
+            mounts,
+            shadow_dir: dir.join("shadow").join(name),
+            uid,
+            gid,
+            groups,
+            argv,
+            env,
+            working_dir: container.working_dir.clone(),
+        },
+        spec_file: dir.join(format!("container-{name}.json")),
+        log: log_path(&shared.config.state_dir, pod, name),
+    })
+}
+
+type Identity = (Option<u32>, Option<u32>, Vec<u32>);
+
+/// The user, group and supplementary groups of a container (its securityContext over the Pod's).
+fn identity(pod: &Pod, container: &Container) -> Result<Identity, String> {
+    let pod_ctx = pod.spec.as_ref().and_then(|s| s.security_context.as_ref());
+    let ctx = container.security_context.as_ref();
+    let id = |v: Option<i64>| v.and_then(|n| u32::try_from(n).ok());
+    let uid = id(ctx
+        .and_then(|c| c.run_as_user)
+        .or_else(|| pod_ctx.and_then(|c| c.run_as_user)));
+    let gid = id(ctx
+        .and_then(|c| c.run_as_group)
+        .or_else(|| pod_ctx.and_then(|c| c.run_as_group)));
+    let non_root = ctx
+        .and_then(|c| c.run_as_non_root)
+        .or_else(|| pod_ctx.and_then(|c| c.run_as_non_root))
+        .unwrap_or(false);
+    if non_root && uid.unwrap_or(0) == 0 {
+        return Err(format!(
+            "container {} has runAsNonRoot but would run as root: set runAsUser",
+            container.name
+        ));
+    }
+    let mut groups: Vec<u32> = pod_ctx
+        .and_then(|c| c.fs_group)
+        .and_then(|g| u32::try_from(g).ok())
+        .into_iter()
+        .collect();
+    groups.extend(
+        pod_ctx
+            .and_then(|c| c.supplemental_groups.clone())
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|g| u32::try_from(g).ok()),
+    );
+    Ok((uid, gid.or(uid.map(|_| 0)), groups))
+}
