@@ -1,8 +1,8 @@
 //! The table `kubectl auth can-i --list` prints, as [`Permissions`](crate::rules::Permissions).
 //!
 //! Each row is `RESOURCE [NON-RESOURCE URLS] [RESOURCE NAMES] [VERBS]`, the resource written
-//! `resource.group` (`rayclusters/status.ray.io`; no group for the core group) and empty on the rows of
-//! non-resource URLs, which are skipped (every user has the same discovery and health URLs).
+//! `resource.group[/subresource]` (`rayclusters.ray.io/status`; no group for the core group) and empty on
+//! the rows of non-resource URLs, which are skipped (every user has the same discovery and health URLs).
 
 use crate::{Error, Permission, Result, rules::Permissions};
 
@@ -18,7 +18,7 @@ pub fn parse(text: &str) -> Result<Permissions> {
         let (resource, lists) = split_row(line)?;
         let [_urls, names, verbs] = lists;
         let Some(resource) = resource else { continue };
-        let (resource, group) = resource.split_once('.').unwrap_or((resource, ""));
+        let (resource, group) = resource_and_group(resource);
         let names: Vec<Option<String>> = if names.is_empty() {
             vec![None]
         } else {
@@ -28,7 +28,7 @@ pub fn parse(text: &str) -> Result<Permissions> {
             for name in &names {
                 permissions.insert(Permission {
                     group: group.into(),
-                    resource: resource.into(),
+                    resource: resource.clone(),
                     verb: verb.into(),
                     name: name.clone(),
                 });
@@ -36,6 +36,20 @@ pub fn parse(text: &str) -> Result<Permissions> {
         }
     }
     Ok(permissions)
+}
+
+/// `rayclusters.ray.io/status` as `rayclusters/status` of `ray.io`; `pods/proxy` as `pods/proxy` of the core
+/// group.
+fn resource_and_group(written: &str) -> (String, &str) {
+    let (main, subresource) = match written.split_once('/') {
+        Some((main, sub)) => (main, Some(sub)),
+        None => (written, None),
+    };
+    let (resource, group) = main.split_once('.').unwrap_or((main, ""));
+    match subresource {
+        Some(sub) => (format!("{resource}/{sub}"), group),
+        None => (resource.to_string(), group),
+    }
 }
 
 /// A row's resource (absent on non-resource rows) and its three bracketed lists.
@@ -61,7 +75,8 @@ mod tests {
     #[test]
     fn rows_become_permissions() {
         let table = "Resources                          Non-Resource URLs   Resource Names   Verbs\n\
-            rayclusters/status.ray.io          []                  []               [get patch]\n\
+            rayclusters.ray.io/status          []                  []               [get patch]\n\
+            pods/proxy                         []                  []               [get]\n\
             pods                               []                  []               [create]\n\
             leases.coordination.k8s.io         []                  [x]              [get]\n\
                                                [/api/*]            []               [get]\n";
@@ -70,6 +85,7 @@ mod tests {
             Permission::new("ray.io", "rayclusters/status", "get"),
             Permission::new("ray.io", "rayclusters/status", "patch"),
             Permission::new("", "pods", "create"),
+            Permission::new("", "pods/proxy", "get"),
             Permission {
                 name: Some("x".into()),
                 ..Permission::new("coordination.k8s.io", "leases", "get")

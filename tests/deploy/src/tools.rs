@@ -52,11 +52,11 @@ impl Tools {
         &self.root
     }
 
-    /// `helm` with its cache, configuration and data in a directory of its own under the system's temporary
-    /// directory (never the user's home).
+    /// `helm` with its cache, configuration and data in one directory under the system's temporary directory
+    /// (never the user's home; the tests use no chart repository, so it stays nearly empty).
     pub fn helm(&self) -> Command {
         let mut command = Command::new(&self.helm);
-        let home = std::env::temp_dir().join(format!("kuberay-deploy-helm-{}", std::process::id()));
+        let home = std::env::temp_dir().join("kuberay-wasm-helm");
         for (variable, dir) in [
             ("HELM_CACHE_HOME", "cache"),
             ("HELM_CONFIG_HOME", "config"),
@@ -75,18 +75,11 @@ impl Tools {
         command
     }
 
-    /// The objects `helm template` renders from the chart with `args` (`--set ...`), in release namespace
-    /// `namespace`.
+    /// The objects `helm template` renders from the chart with `args` (`--set ...`; `--include-crds` for the
+    /// CRDs too), in release namespace `namespace`.
     pub fn template(&self, namespace: &str, args: &[&str]) -> Result<Vec<Value>> {
         let mut command = self.helm();
-        command.args([
-            "template",
-            "kuberay-wasm",
-            CHART,
-            "--namespace",
-            namespace,
-            "--include-crds",
-        ]);
+        command.args(["template", "kuberay-wasm", CHART, "--namespace", namespace]);
         command.args(args);
         manifests::parse(&stdout_of(command)?)
     }

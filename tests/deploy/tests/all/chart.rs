@@ -212,7 +212,7 @@ fn the_service_monitor_scrapes_the_metrics_service_when_enabled() {
 #[test]
 fn the_chart_installs_the_same_crds_as_the_repository() {
     let Some(tools) = tools() else { return };
-    let objects = tools.template("ops", &[]).unwrap();
+    let objects = tools.template("ops", &["--include-crds"]).unwrap();
     let rendered: BTreeSet<&str> = manifests::of_kind(&objects, "CustomResourceDefinition")
         .into_iter()
         .map(manifests::name)

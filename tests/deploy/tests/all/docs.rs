@@ -1,5 +1,5 @@
-//! The README's table of the operator's permissions ("Installing into a cluster") is the rules' sources, so the
-//! list the installed ServiceAccount is checked against (`install.rs`) is the documented one.
+//! The README's table of the operator's permissions ("Installing into a cluster") is the rules' sources, so
+//! the list the installed ServiceAccount is checked against (`install.rs`) is the documented one.
 
 use kuberay_deploy_tests::{
     Permission,

@@ -1,7 +1,8 @@
-//! Installed into the test environment's control plane (`helm install`, `kubectl apply --server-side -k`), the
-//! chart and each overlay give the operator's ServiceAccount exactly the documented rights of its routing mode,
-//! where they should and nowhere else, as `kubectl auth can-i --list` reports them. The operator's Pods are not
-//! waited for (no `--wait`): this is about what is installed, not about the operator running.
+//! Installed into the test environment's control plane (`helm install`, `kubectl apply --server-side -k`),
+//! the chart and each overlay give the operator's ServiceAccount exactly the documented rights of its
+//! routing mode, where they should and nowhere else, as `kubectl auth can-i --list` reports them. The
+//! operator's Pods are not waited for (no `--wait`): this is about what is installed, not about the
+//! operator running.
 
 use std::{process::Command, time::Duration};
 

@@ -5,6 +5,7 @@ use kuberay_deploy_tests::{
     manifests::{self, container_args, one},
     rules::{Sources, granted_by},
 };
+use serde_json::Value;
 
 use crate::{
     chart::{assert_secure, kinds},
@@ -50,7 +51,9 @@ fn the_chart_and_the_overlays_grant_the_same_and_run_the_same_operator() {
             .build(&format!("deploy/kustomize/overlays/{overlay}"))
             .unwrap();
         let routing = format!("routing={routing}");
-        let charted = tools.template("kuberay-system", &["--set", &routing]).unwrap();
+        let charted = tools
+            .template("kuberay-system", &["--include-crds", "--set", &routing])
+            .unwrap();
         for kind in ["ClusterRole", "Role"] {
             assert_eq!(
                 granted_by(&charted, kind, None).unwrap(),
@@ -58,9 +61,7 @@ fn the_chart_and_the_overlays_grant_the_same_and_run_the_same_operator() {
                 "{overlay}: {kind}"
             );
         }
-        let (chart_pod, kustomize_pod) = [&charted, &kustomized]
-            .map(|objects| one(objects, "Deployment").unwrap()["spec"]["template"]["spec"].clone())
-            .into();
+        let (chart_pod, kustomize_pod) = (pod_of(&charted), pod_of(&kustomized));
         assert_eq!(chart_pod["securityContext"], kustomize_pod["securityContext"]);
         for field in [
             "args",
@@ -86,4 +87,9 @@ fn the_chart_and_the_overlays_grant_the_same_and_run_the_same_operator() {
         };
         assert_eq!(crds(&charted), crds(&kustomized));
     }
+}
+
+/// The Pod template of the one Deployment of `objects`.
+fn pod_of(objects: &[Value]) -> &Value {
+    &one(objects, "Deployment").unwrap()["spec"]["template"]["spec"]
 }

@@ -1,8 +1,8 @@
-//! The install artifacts in `deploy/`: what the Helm chart renders for each value that matters and refuses for
-//! values that make no sense (`chart.rs`, `bad_values.rs`), the kustomize overlays and their agreement with the
-//! chart (`kustomize.rs`), and the rights a ServiceAccount really has once each is installed into the test
-//! environment's control plane (`install.rs`). Skipped when `make deploy-tools` has not built helm and
-//! kustomize, unless `CI` is set.
+//! The install artifacts in `deploy/`: what the Helm chart renders for each value that matters and refuses
+//! for values that make no sense (`chart.rs`, `bad_values.rs`), the kustomize overlays and their agreement
+//! with the chart (`kustomize.rs`), the documented permissions (`docs.rs`), and the rights a ServiceAccount
+//! really has once each is installed into the test environment's control plane (`install.rs`). Skipped
+//! when `make deploy-tools` has not built helm and kustomize, unless `CI` is set.
 
 mod bad_values;
 mod chart;
