@@ -24,6 +24,9 @@ pub enum Error {
         /// What it printed on stderr.
         stderr: String,
     },
+    /// A tool is not built (and `CI` is set, so the tests may not skip).
+    #[error("{0}")]
+    MissingTool(String),
     /// YAML or JSON that does not have the expected shape.
     #[error("{0}")]
     Parse(String),

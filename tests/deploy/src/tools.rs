@@ -41,7 +41,7 @@ impl Tools {
         }
         let what = format!("{missing:?} missing; `make deploy-tools` builds them");
         if std::env::var_os("CI").is_some() {
-            return Err(Error::Parse(what));
+            return Err(Error::MissingTool(what));
         }
         eprintln!("skipped: {what}");
         Ok(None)

@@ -139,10 +139,15 @@ fn watched_namespaces_get_a_role_each_and_no_cluster_role() {
 fn a_policy_becomes_a_mounted_config_map_whose_change_rolls_the_pods() {
     let Some(tools) = tools() else { return };
     let policy = std::fs::read_to_string(repo_root().join("host/deploy/policy.yaml")).unwrap();
+    // From a file, as an administrator would pass it (`--set-string` splits at commas).
     let render = |policy: &str| {
-        tools
-            .template("ops", &["--set-string", &format!("policy={policy}")])
-            .unwrap()
+        let file = std::env::temp_dir().join(format!("kuberay-deploy-policy-{}.yaml", std::process::id()));
+        std::fs::write(&file, policy).unwrap();
+        let objects = tools
+            .template("ops", &["--set-file", &format!("policy={}", file.display())])
+            .unwrap();
+        std::fs::remove_file(&file).unwrap();
+        objects
     };
     let objects = render(&policy);
     let config_map = one(&objects, "ConfigMap").unwrap();
@@ -202,7 +207,7 @@ fn the_service_monitor_scrapes_the_metrics_service_when_enabled() {
         .unwrap();
     let monitor = one(&objects, "ServiceMonitor").unwrap();
     assert_eq!(monitor["apiVersion"], "monitoring.coreos.com/v1");
-    assert_eq!(monitor["endpoints"][0]["port"], "metrics");
+    assert_eq!(monitor["spec"]["endpoints"][0]["port"], "metrics");
     let service = one(&objects, "Service").unwrap();
     for (key, value) in monitor["spec"]["selector"]["matchLabels"].as_object().unwrap() {
         assert_eq!(&service["metadata"]["labels"][key], value);
