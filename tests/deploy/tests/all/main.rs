@@ -4,6 +4,12 @@
 //! really has once each is installed into the test environment's control plane (`install.rs`). Skipped
 //! when `make deploy-tools` has not built helm and kustomize, unless `CI` is set.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails loudly on any unexpected error"
+)]
+
 mod bad_values;
 mod chart;
 mod docs;
