@@ -152,6 +152,18 @@ async fn the_overlays_grant_what_their_routing_mode_needs() {
     // The operator must not run on in a shared environment (`make cluster`), nor keep the proxy rights the
     // operator's own RBAC test expects absent; the namespace and the direct-routing RBAC stay (that test
     // applies the same, and a terminating namespace would refuse it).
-    kubectl(env, &["delete", "--ignore-not-found", "-n", "kuberay-system", "deployment/kuberay-wasm"]);
-    kubectl(env, &[&["delete", "--ignore-not-found"][..], &cluster_objects].concat());
+    kubectl(
+        env,
+        &[
+            "delete",
+            "--ignore-not-found",
+            "-n",
+            "kuberay-system",
+            "deployment/kuberay-wasm",
+        ],
+    );
+    kubectl(
+        env,
+        &[&["delete", "--ignore-not-found"][..], &cluster_objects].concat(),
+    );
 }
