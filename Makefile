@@ -20,15 +20,16 @@ help:
 	@echo "make bench-lifecycle  operator start-up to /readyz and plugin swap latency (release build)"
 	@echo "make bench-apiserver  REST get/list of clusters through kuberay-apiserver against direct API calls"
 	@echo "make scale         RayCluster/RayJob scale benchmark against the KubeRay operator (SCALE_ARGS=\"--sizes 100\")"
-	@echo "make tools         build the control-plane binaries, grpcurl, the Ray and API-tools virtualenvs and the wasm target;"
-	@echo "                   fetch the Gateway API CRDs"
+	@echo "make tools         build the control-plane binaries, grpcurl, helm and kustomize, the Ray and API-tools virtualenvs and"
+	@echo "                   the wasm target; fetch the Gateway API CRDs"
+	@echo "make deploy-tools  build helm and kustomize (tests of the chart and manifests in deploy/) into .local/bin"
 	@echo "make hash-table    regenerate the table of KubeRay's Go types behind the spec hashes (kuberay-rules)"
 	@echo "make crds          regenerate the CRDs in crds/ from the Rust types of the ray.io/v1 API"
 
 ## Prerequisites ------------------------------------------------------------------------------------------
 
-.PHONY: tools control-plane ray apitools grpcurl kuberay-hash kuberay-operator gateway-api wasm-target
-tools: control-plane ray apitools grpcurl kuberay-hash gateway-api wasm-target
+.PHONY: tools control-plane ray apitools grpcurl kuberay-hash kuberay-operator gateway-api wasm-target deploy-tools
+tools: control-plane ray apitools grpcurl kuberay-hash gateway-api wasm-target deploy-tools
 
 # kube-apiserver, kube-controller-manager, kubectl and etcd from tests/cluster/go.mod, into .local/bin.
 control-plane:
@@ -61,6 +62,11 @@ kuberay-operator:
 # ray.io CRDs (RayService's NewClusterWithIncrementalUpgrade).
 gateway-api:
 	@bash tests/gateway-api/fetch.sh
+
+# .local/bin/helm and .local/bin/kustomize from their Go modules (tests/deploy-tools/go.mod), for tests/deploy: the
+# Helm chart (deploy/helm/kuberay-wasm) and the kustomize manifests (deploy/kustomize).
+deploy-tools:
+	@bash tests/deploy-tools/build.sh
 
 wasm-target:
 	@rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2

@@ -5,23 +5,11 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/../.." && pwd)
-out="$root/.local/bin"
-stamp="$out/.control-plane.stamp"
-binaries=(etcd kube-apiserver kube-controller-manager kubectl)
-
 cd "$here"
-export GOTOOLCHAIN=local GOFLAGS=-mod=readonly CGO_ENABLED=0
-want="$( (cat go.mod go.sum cmd/etcd/main.go build.sh; go version) | sha256sum | cut -d' ' -f1)"
+source ../go-tools.sh
+binaries=(etcd kube-apiserver kube-controller-manager kubectl)
+go_tools_up_to_date control-plane "${binaries[*]}" go.mod go.sum cmd/etcd/main.go build.sh && exit 0
 
-up_to_date=true
-for b in "${binaries[@]}"; do [ -x "$out/$b" ] || up_to_date=false; done
-if $up_to_date && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
-  echo "control plane: up to date in $out"
-  exit 0
-fi
-
-mkdir -p "$out"
 # Stamp the release into the binaries as the Kubernetes release tooling does, so `kubectl version` and the
 # API server's /version report it instead of v0.0.0.
 k8s_version=$(go list -m -f '{{.Version}}' k8s.io/kubernetes)
@@ -30,12 +18,11 @@ ldflags="-s -w"
 for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   ldflags+=" -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
 done
-echo "control plane: building ${binaries[*]} from tests/cluster/go.mod (the first build takes several minutes)"
-start=$(date +%s)
-go build -trimpath -ldflags="$ldflags" -o "$out/" \
+go_tools_build_start control-plane \
+  "building ${binaries[*]} from tests/cluster/go.mod (the first build takes several minutes)"
+go build -trimpath -ldflags="$ldflags" -o "$GO_TOOLS_OUT/" \
   ./cmd/etcd \
   k8s.io/kubernetes/cmd/kube-apiserver \
   k8s.io/kubernetes/cmd/kube-controller-manager \
   k8s.io/kubernetes/cmd/kubectl
-echo "$want" > "$stamp"
-echo "control plane: built in $(( $(date +%s) - start ))s"
+go_tools_built control-plane

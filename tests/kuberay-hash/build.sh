@@ -4,20 +4,9 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/../.." && pwd)
-out="$root/.local/bin"
-stamp="$out/.kuberay-hash.stamp"
-
 cd "$here"
-export GOTOOLCHAIN=local GOFLAGS=-mod=readonly CGO_ENABLED=0
-want="$( (cat go.mod go.sum ./*.go build.sh; go version) | sha256sum | cut -d' ' -f1)"
-if [ -x "$out/kuberay-hash" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
-  echo "kuberay-hash: up to date in $out"
-  exit 0
-fi
-mkdir -p "$out"
-echo "kuberay-hash: building the spec-hash oracle from tests/kuberay-hash/go.mod"
-start=$(date +%s)
-go build -trimpath -ldflags="-s -w" -o "$out/kuberay-hash" .
-echo "$want" > "$stamp"
-echo "kuberay-hash: built in $(( $(date +%s) - start ))s"
+source ../go-tools.sh
+go_tools_up_to_date kuberay-hash kuberay-hash go.mod go.sum ./*.go build.sh && exit 0
+go_tools_build_start kuberay-hash "building the spec-hash oracle from tests/kuberay-hash/go.mod"
+go build -trimpath -ldflags="-s -w" -o "$GO_TOOLS_OUT/kuberay-hash" .
+go_tools_built kuberay-hash

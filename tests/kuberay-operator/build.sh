@@ -4,21 +4,11 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/../.." && pwd)
-out="$root/.local/bin"
-stamp="$out/.kuberay-operator.stamp"
-pkg=github.com/ray-project/kuberay/ray-operator
-
 cd "$here"
-export GOTOOLCHAIN=local GOFLAGS=-mod=readonly CGO_ENABLED=0
-want="$( (cat go.mod go.sum tools.go build.sh; go version) | sha256sum | cut -d' ' -f1)"
-if [ -x "$out/kuberay-operator" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
-  echo "kuberay-operator: up to date in $out"
-  exit 0
-fi
-mkdir -p "$out"
-echo "kuberay-operator: building $pkg@$(go list -m -f '{{.Version}}' "$pkg") from tests/kuberay-operator/go.mod"
-start=$(date +%s)
-go build -trimpath -ldflags="-s -w" -o "$out/kuberay-operator" "$pkg"
-echo "$want" > "$stamp"
-echo "kuberay-operator: built in $(( $(date +%s) - start ))s"
+source ../go-tools.sh
+go_tools_up_to_date kuberay-operator kuberay-operator go.mod go.sum tools.go build.sh && exit 0
+pkg=github.com/ray-project/kuberay/ray-operator
+go_tools_build_start kuberay-operator \
+  "building $pkg@$(go list -m -f '{{.Version}}' "$pkg") from tests/kuberay-operator/go.mod"
+go build -trimpath -ldflags="-s -w" -o "$GO_TOOLS_OUT/kuberay-operator" "$pkg"
+go_tools_built kuberay-operator

@@ -1,4 +1,4 @@
-//! The RBAC shipped in `host/deploy/` is enough and no more than each routing mode needs: an operator running
+//! The RBAC shipped in `deploy/kustomize/` (which the Helm chart reads its rules from) is enough and no more than each routing mode needs: an operator running
 //! as that ServiceAccount with only `rbac.yaml` brings KubeRay's samples to ready, autoscaler Role included
 //! (Kubernetes only lets it grant what it holds itself), and runs RayJobs to completion reaching Ray heads
 //! directly, without any right on the `services/proxy` or `pods/proxy` subresources; with `rbac-proxy.yaml`
@@ -33,8 +33,8 @@ async fn apply_cluster_manifest(client: &Client, path: &Path) {
 async fn the_shipped_rbac_is_all_the_operator_needs() {
     let env = env().await;
     let admin = env.client().await.unwrap();
-    let deploy = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy");
-    apply_cluster_manifest(&admin, &deploy.join("rbac.yaml")).await;
+    let deploy = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/kustomize");
+    apply_cluster_manifest(&admin, &deploy.join("base/rbac.yaml")).await;
     // Direct mode first, with rbac.yaml alone (a shared environment may hold the proxy binding of a
     // previous run).
     let bindings: Api<ClusterRoleBinding> = Api::all(admin.clone());
@@ -107,7 +107,7 @@ async fn the_shipped_rbac_is_all_the_operator_needs() {
     assert_eq!(operator.metric("kuberay_wasm_reconcile_errors_total", &[]), 0.0);
     operator.stop().await;
 
-    apply_cluster_manifest(&admin, &deploy.join("rbac-proxy.yaml")).await;
+    apply_cluster_manifest(&admin, &deploy.join("overlays/proxy/rbac-proxy.yaml")).await;
     eventually("the proxy rights to apply", Duration::from_secs(30), || async {
         let services = may(&operator_client, ns.name(), "services/proxy").await;
         (services && may(&operator_client, ns.name(), "pods/proxy").await).then_some(())

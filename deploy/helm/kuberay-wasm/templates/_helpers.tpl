@@ -1,0 +1,55 @@
+{{/* The release's full name: the names of the Deployment, ServiceAccount and roles. */}}
+{{- define "kuberay-wasm.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The labels that select the operator's Pods. */}}
+{{- define "kuberay-wasm.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* The labels of every object of the release. */}}
+{{- define "kuberay-wasm.labels" -}}
+{{ include "kuberay-wasm.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{- define "kuberay-wasm.serviceAccountName" -}}
+{{- default (include "kuberay-wasm.fullname" .) .Values.serviceAccount.name -}}
+{{- end -}}
+
+{{/* The ClusterRole rules of a manifest in files/ (links to the kustomize manifests, the one source of them). */}}
+{{- define "kuberay-wasm.rulesOf" -}}
+{{- range $doc := regexSplit "(?m)^---\\s*$" (.root.Files.Get .file) -1 -}}
+{{- $object := fromYaml $doc -}}
+{{- if eq (get $object "kind") "ClusterRole" -}}
+{{- toYaml $object.rules -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The operator's rules in the release's routing mode: direct's, and the proxy subresources in proxy mode. */}}
+{{- define "kuberay-wasm.rules" -}}
+{{ include "kuberay-wasm.rulesOf" (dict "root" . "file" "files/rbac.yaml") }}
+{{- if eq .Values.routing "proxy" }}
+{{ include "kuberay-wasm.rulesOf" (dict "root" . "file" "files/rbac-proxy.yaml") }}
+{{- end -}}
+{{- end -}}
+
+{{/* Where the operator reads plugins: the administrator's volume, or the ones shipped in the image. */}}
+{{- define "kuberay-wasm.pluginDir" -}}
+{{- if .Values.plugins.volume -}}
+/var/lib/kuberay-wasm/plugins
+{{- else -}}
+/opt/kuberay-wasm/plugins
+{{- end -}}
+{{- end -}}

@@ -1,0 +1,84 @@
+//! Values that make no sense stop `helm template` (and so `helm install`) with a message naming the value.
+
+use crate::tools;
+
+/// Each case: the values, and what the error must say.
+const CASES: &[(&[&str], &str)] = &[
+    (
+        &["--set", "routing=fast"],
+        "at '/routing': value must be one of 'direct', 'proxy'",
+    ),
+    (&["--set", "replicas=-1"], "at '/replicas': minimum"),
+    (
+        &["--set", "replicas=0"],
+        "replicas is 0 with leaderElection.enabled true",
+    ),
+    (
+        &["--set", "leaderElection.enabled=false"],
+        "replicas is 2 with leaderElection.enabled false",
+    ),
+    (&["--set", "concurrency=0"], "at '/concurrency': minimum"),
+    (
+        &["--set", "plugins.volume=my-pvc"],
+        "at '/plugins/volume': got string, want object",
+    ),
+    (
+        &["--set", "plugins.volume.hostPath=/srv/plugins"],
+        "\"hostPath\" is not one",
+    ),
+    (
+        &[
+            "--set",
+            "plugins.volume.name=p",
+            "--set",
+            "plugins.volume.configMap.name=p",
+        ],
+        "plugins.volume must be one Kubernetes volume source",
+    ),
+    (
+        &["--set", "watchNamespaces={team_a}"],
+        "\"team_a\" is not a namespace name",
+    ),
+    (
+        &["--set", "watchNamespaces={-a}"],
+        "\"-a\" is not a namespace name",
+    ),
+    (
+        &["--set-string", "policy=plugins: [x"],
+        "policy is not valid YAML",
+    ),
+    (
+        &[
+            "--set",
+            "metrics.serviceMonitor.enabled=true",
+            "--set",
+            "metrics.service.enabled=false",
+        ],
+        "metrics.serviceMonitor.enabled needs metrics.service.enabled",
+    ),
+];
+
+#[test]
+fn values_that_make_no_sense_fail_with_a_message_naming_them() {
+    let Some(tools) = tools() else { return };
+    for (values, message) in CASES {
+        let error = tools.template_error(values).unwrap();
+        assert!(
+            error.contains(message),
+            "{values:?}: expected {message:?} in:\n{error}"
+        );
+    }
+}
+
+#[test]
+fn values_that_make_sense_render() {
+    let Some(tools) = tools() else { return };
+    for values in [
+        &["--set", "replicas=0", "--set", "leaderElection.enabled=false"][..],
+        &["--set", "replicas=1", "--set", "leaderElection.enabled=false"],
+        &["--set", "watchNamespaces={a,b-2}"],
+        &["--set", "plugins.volume.configMap.name=plugins"],
+    ] {
+        tools.template("ops", values).unwrap();
+    }
+}

@@ -1,0 +1,264 @@
+//! What the chart renders: lint, the default Deployment, the arguments and rules of each routing mode, one
+//! Role and RoleBinding per watched namespace, the policy ConfigMap and the CRDs.
+
+use std::collections::BTreeSet;
+
+use kuberay_deploy_tests::{
+    manifests::{self, container_args, one},
+    rules::{Sources, granted_by, repo_root},
+    tools::{CHART, stdout_of},
+};
+use serde_json::Value;
+
+use crate::tools;
+
+#[test]
+fn the_chart_lints_clean_in_strict_mode() {
+    let Some(tools) = tools() else { return };
+    let mut helm = tools.helm();
+    helm.args(["lint", "--strict", CHART]);
+    let out = stdout_of(helm).unwrap();
+    assert!(out.contains("0 chart(s) failed"), "{out}");
+    for values in [["--set", "routing=proxy"], ["--set", "watchNamespaces={a,b}"]] {
+        let mut helm = tools.helm();
+        helm.args(["lint", "--strict", CHART]).args(values);
+        stdout_of(helm).unwrap();
+    }
+}
+
+#[test]
+fn the_defaults_render_two_leader_elected_replicas_with_direct_routing_in_every_namespace() {
+    let Some(tools) = tools() else { return };
+    let objects = tools.template("ops", &[]).unwrap();
+    let deployment = one(&objects, "Deployment").unwrap();
+    assert_eq!(deployment["spec"]["replicas"], 2);
+    let pod = &deployment["spec"]["template"]["spec"];
+    let container = &pod["containers"][0];
+    assert_eq!(container["image"], "kuberay-wasm:0.1.0");
+    assert!(
+        container.get("command").is_none(),
+        "the image's entrypoint must run"
+    );
+    assert_eq!(
+        container_args(deployment),
+        [
+            "operator",
+            "--log-format=json",
+            "--enable-leader-election",
+            "--leader-election-namespace=$(POD_NAMESPACE)",
+            "--plugins=/opt/kuberay-wasm/plugins",
+            "--cache-dir=/var/cache/kuberay-wasm/compiled",
+            "--concurrency=8",
+            "--metrics-bind-address=0.0.0.0:8080",
+            "--health-probe-bind-address=0.0.0.0:8082",
+        ]
+    );
+    assert_secure(pod);
+    assert_eq!(container["livenessProbe"]["httpGet"]["path"], "/healthz");
+    assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/readyz");
+    let env: Vec<_> = container["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| &e["valueFrom"]["fieldRef"]["fieldPath"])
+        .collect();
+    assert_eq!(env, ["metadata.name", "metadata.namespace"]);
+
+    let sources = Sources::read().unwrap();
+    assert_eq!(granted_by(&objects, "ClusterRole", None).unwrap(), sources.direct);
+    assert_eq!(
+        granted_by(&objects, "Role", Some("ops")).unwrap(),
+        sources.leader_election
+    );
+    assert_eq!(kinds(&objects, "ClusterRoleBinding"), ["kuberay-wasm"]);
+    let subject = &one(&objects, "ClusterRoleBinding").unwrap()["subjects"][0];
+    assert_eq!(
+        (&subject["name"], &subject["namespace"]),
+        (&"kuberay-wasm".into(), &"ops".into())
+    );
+    assert_eq!(kinds(&objects, "Service"), ["kuberay-wasm-metrics"]);
+    assert!(kinds(&objects, "ServiceMonitor").is_empty());
+    assert!(kinds(&objects, "ConfigMap").is_empty());
+}
+
+#[test]
+fn proxy_routing_adds_the_flag_and_the_proxy_rules_and_nothing_else() {
+    let Some(tools) = tools() else { return };
+    let sources = Sources::read().unwrap();
+    let objects = tools.template("ops", &["--set", "routing=proxy"]).unwrap();
+    let args = container_args(one(&objects, "Deployment").unwrap());
+    assert!(args.contains(&"--use-kubernetes-proxy".into()), "{args:?}");
+    assert_eq!(
+        granted_by(&objects, "ClusterRole", None).unwrap(),
+        sources.watched(true)
+    );
+    assert!(!sources.proxy.is_empty() && sources.proxy.is_disjoint(&sources.direct));
+}
+
+#[test]
+fn watched_namespaces_get_a_role_each_and_no_cluster_role() {
+    let Some(tools) = tools() else { return };
+    let sources = Sources::read().unwrap();
+    let objects = tools
+        .template(
+            "ops",
+            &[
+                "--set",
+                "watchNamespaces={team-a,team-b}",
+                "--set",
+                "routing=proxy",
+            ],
+        )
+        .unwrap();
+    assert!(kinds(&objects, "ClusterRole").is_empty() && kinds(&objects, "ClusterRoleBinding").is_empty());
+    for ns in ["team-a", "team-b"] {
+        assert_eq!(
+            granted_by(&objects, "Role", Some(ns)).unwrap(),
+            sources.watched(true),
+            "{ns}"
+        );
+        let binding = manifests::of_kind(&objects, "RoleBinding")
+            .into_iter()
+            .find(|b| manifests::namespace(b) == ns)
+            .unwrap();
+        assert_eq!(binding["roleRef"]["kind"], "Role");
+        assert_eq!(binding["subjects"][0]["namespace"], "ops");
+    }
+    assert_eq!(
+        granted_by(&objects, "Role", Some("ops")).unwrap(),
+        sources.leader_election
+    );
+    let args = container_args(one(&objects, "Deployment").unwrap());
+    assert!(
+        args.contains(&"--watch-namespace=team-a,team-b".into()),
+        "{args:?}"
+    );
+}
+
+#[test]
+fn a_policy_becomes_a_mounted_config_map_whose_change_rolls_the_pods() {
+    let Some(tools) = tools() else { return };
+    let policy = std::fs::read_to_string(repo_root().join("host/deploy/policy.yaml")).unwrap();
+    // From a file, as an administrator would pass it (`--set-string` splits at commas).
+    let render = |policy: &str| {
+        let file = std::env::temp_dir().join(format!("kuberay-deploy-policy-{}.yaml", std::process::id()));
+        std::fs::write(&file, policy).unwrap();
+        let objects = tools
+            .template("ops", &["--set-file", &format!("policy={}", file.display())])
+            .unwrap();
+        std::fs::remove_file(&file).unwrap();
+        objects
+    };
+    let objects = render(&policy);
+    let config_map = one(&objects, "ConfigMap").unwrap();
+    assert_eq!(
+        config_map["data"]["policy.yaml"].as_str().map(str::trim_end),
+        Some(policy.trim_end())
+    );
+    let deployment = one(&objects, "Deployment").unwrap();
+    assert!(container_args(deployment).contains(&"--policy=/etc/kuberay-wasm/policy.yaml".into()));
+    let checksum = |objects: &[Value]| {
+        one(objects, "Deployment").unwrap()["spec"]["template"]["metadata"]["annotations"]["checksum/policy"]
+            .clone()
+    };
+    assert!(checksum(&objects).is_string());
+    assert_ne!(
+        checksum(&objects),
+        checksum(&render(&policy.replace("baseline", "restricted")))
+    );
+}
+
+#[test]
+fn a_plugin_volume_is_mounted_and_used_instead_of_the_shipped_plugins() {
+    let Some(tools) = tools() else { return };
+    let objects = tools
+        .template(
+            "ops",
+            &["--set", "plugins.volume.persistentVolumeClaim.claimName=plugins"],
+        )
+        .unwrap();
+    let deployment = one(&objects, "Deployment").unwrap();
+    assert!(container_args(deployment).contains(&"--plugins=/var/lib/kuberay-wasm/plugins".into()));
+    let pod = &deployment["spec"]["template"]["spec"];
+    let volume = pod["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == "plugins")
+        .unwrap();
+    assert_eq!(volume["persistentVolumeClaim"]["claimName"], "plugins");
+    let mount = pod["containers"][0]["volumeMounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "plugins")
+        .unwrap();
+    assert_eq!(
+        (&mount["mountPath"], &mount["readOnly"]),
+        (&"/var/lib/kuberay-wasm/plugins".into(), &true.into())
+    );
+}
+
+#[test]
+fn the_service_monitor_scrapes_the_metrics_service_when_enabled() {
+    let Some(tools) = tools() else { return };
+    let objects = tools
+        .template("ops", &["--set", "metrics.serviceMonitor.enabled=true"])
+        .unwrap();
+    let monitor = one(&objects, "ServiceMonitor").unwrap();
+    assert_eq!(monitor["apiVersion"], "monitoring.coreos.com/v1");
+    assert_eq!(monitor["spec"]["endpoints"][0]["port"], "metrics");
+    let service = one(&objects, "Service").unwrap();
+    for (key, value) in monitor["spec"]["selector"]["matchLabels"].as_object().unwrap() {
+        assert_eq!(&service["metadata"]["labels"][key], value);
+    }
+}
+
+#[test]
+fn the_chart_installs_the_same_crds_as_the_repository() {
+    let Some(tools) = tools() else { return };
+    let objects = tools.template("ops", &["--include-crds"]).unwrap();
+    let rendered: BTreeSet<&str> = manifests::of_kind(&objects, "CustomResourceDefinition")
+        .into_iter()
+        .map(manifests::name)
+        .collect();
+    let mut expected = BTreeSet::new();
+    for entry in std::fs::read_dir(repo_root().join("crds")).unwrap() {
+        let path = entry.unwrap().path();
+        let file = path.file_name().unwrap().to_string_lossy().into_owned();
+        if file.starts_with("ray.io_") && file.ends_with(".yaml") {
+            let chart_copy = repo_root().join(CHART).join("crds").join(&file);
+            assert_eq!(
+                std::fs::read(&chart_copy).unwrap(),
+                std::fs::read(&path).unwrap(),
+                "{file}"
+            );
+            expected.insert(
+                file.trim_start_matches("ray.io_")
+                    .trim_end_matches(".yaml")
+                    .to_string()
+                    + ".ray.io",
+            );
+        }
+    }
+    assert_eq!(rendered, expected.iter().map(String::as_str).collect());
+}
+
+/// The security settings of the operator's Pod: non-root, no privilege, read-only root filesystem.
+pub fn assert_secure(pod: &Value) {
+    assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
+    assert_eq!(pod["securityContext"]["runAsUser"], 65532);
+    assert_eq!(pod["securityContext"]["seccompProfile"]["type"], "RuntimeDefault");
+    let security = &pod["containers"][0]["securityContext"];
+    assert_eq!(security["readOnlyRootFilesystem"], true);
+    assert_eq!(security["allowPrivilegeEscalation"], false);
+    assert_eq!(security["capabilities"]["drop"], serde_json::json!(["ALL"]));
+}
+
+/// The names of the objects of `kind`.
+pub fn kinds<'a>(objects: &'a [Value], kind: &str) -> Vec<&'a str> {
+    manifests::of_kind(objects, kind)
+        .into_iter()
+        .map(manifests::name)
+        .collect()
+}

@@ -1,0 +1,63 @@
+//! The README's table of the operator's permissions ("Installing into a cluster") is the rules' sources, so
+//! the list the installed ServiceAccount is checked against (`install.rs`) is the documented one.
+
+use kuberay_deploy_tests::{
+    Permission,
+    rules::{Permissions, Sources, repo_root},
+};
+
+const HEADER: &str = "| API group | Resources | Verbs | Mode |";
+
+/// The permissions the README documents, in direct mode and in what proxy mode adds.
+fn documented() -> (Permissions, Permissions) {
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let table = readme
+        .split_once(HEADER)
+        .expect("the README's permission table")
+        .1;
+    let (mut both, mut proxy_only) = (Permissions::new(), Permissions::new());
+    let mut previous: Vec<String> = Vec::new();
+    for row in table.lines().skip(2).take_while(|l| l.starts_with('|')) {
+        let cells: Vec<&str> = row.trim_matches('|').split('|').map(str::trim).collect();
+        let [group, resources, verbs, mode] = cells[..] else {
+            panic!("row {row:?}")
+        };
+        let group = if group == "core" {
+            String::new()
+        } else {
+            group.replace('`', "")
+        };
+        let named: Vec<String> = resources
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .map(String::from)
+            .collect();
+        let resources = match resources.strip_prefix("the same") {
+            Some(_) => previous.iter().map(|r| format!("{r}{}", named[0])).collect(),
+            None => named,
+        };
+        let target = if mode == "proxy only" {
+            &mut proxy_only
+        } else {
+            &mut both
+        };
+        for resource in &resources {
+            for verb in verbs.split(',').map(str::trim) {
+                target.insert(Permission::new(&group, resource, verb));
+            }
+        }
+        if !resources.iter().any(|r| r.contains('/')) {
+            previous = resources;
+        }
+    }
+    (both, proxy_only)
+}
+
+#[test]
+fn the_readme_documents_exactly_the_rules_of_each_mode() {
+    let sources = Sources::read().unwrap();
+    let (direct, proxy) = documented();
+    assert_eq!(direct, sources.direct, "direct routing");
+    assert_eq!(proxy, sources.proxy, "what proxy routing adds");
+}

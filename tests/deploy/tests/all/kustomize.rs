@@ -1,0 +1,95 @@
+//! The kustomize overlays render, and agree with the chart: the same rules in each routing mode, the same
+//! Deployment arguments and security settings, the same CRDs.
+
+use kuberay_deploy_tests::{
+    manifests::{self, container_args, one},
+    rules::{Sources, granted_by},
+};
+use serde_json::Value;
+
+use crate::{
+    chart::{assert_secure, kinds},
+    tools,
+};
+
+#[test]
+fn both_overlays_build_with_the_rules_of_their_mode() {
+    let Some(tools) = tools() else { return };
+    let sources = Sources::read().unwrap();
+    for (overlay, proxy) in [("direct", false), ("proxy", true)] {
+        let objects = tools
+            .build(&format!("deploy/kustomize/overlays/{overlay}"))
+            .unwrap();
+        assert_eq!(
+            granted_by(&objects, "ClusterRole", None).unwrap(),
+            sources.watched(proxy),
+            "{overlay}"
+        );
+        assert_eq!(
+            granted_by(&objects, "Role", Some("kuberay-system")).unwrap(),
+            sources.leader_election
+        );
+        let deployment = one(&objects, "Deployment").unwrap();
+        assert_eq!(manifests::namespace(deployment), "kuberay-system");
+        assert_secure(&deployment["spec"]["template"]["spec"]);
+        let args = container_args(deployment);
+        assert_eq!(
+            args.contains(&"--use-kubernetes-proxy".into()),
+            proxy,
+            "{overlay}: {args:?}"
+        );
+        assert_eq!(kinds(&objects, "CustomResourceDefinition").len(), 4);
+        assert_eq!(kinds(&objects, "Namespace"), ["kuberay-system"]);
+    }
+}
+
+#[test]
+fn the_chart_and_the_overlays_grant_the_same_and_run_the_same_operator() {
+    let Some(tools) = tools() else { return };
+    for (overlay, routing) in [("direct", "direct"), ("proxy", "proxy")] {
+        let kustomized = tools
+            .build(&format!("deploy/kustomize/overlays/{overlay}"))
+            .unwrap();
+        let routing = format!("routing={routing}");
+        let charted = tools
+            .template("kuberay-system", &["--include-crds", "--set", &routing])
+            .unwrap();
+        for kind in ["ClusterRole", "Role"] {
+            assert_eq!(
+                granted_by(&charted, kind, None).unwrap(),
+                granted_by(&kustomized, kind, None).unwrap(),
+                "{overlay}: {kind}"
+            );
+        }
+        let (chart_pod, kustomize_pod) = (pod_of(&charted), pod_of(&kustomized));
+        assert_eq!(chart_pod["securityContext"], kustomize_pod["securityContext"]);
+        for field in [
+            "args",
+            "env",
+            "ports",
+            "livenessProbe",
+            "readinessProbe",
+            "securityContext",
+            "resources",
+            "volumeMounts",
+            "image",
+        ] {
+            assert_eq!(
+                chart_pod["containers"][0][field], kustomize_pod["containers"][0][field],
+                "{overlay}: {field}"
+            );
+        }
+        assert_eq!(chart_pod["volumes"], kustomize_pod["volumes"]);
+        let crds = |objects| {
+            let mut names = kinds(objects, "CustomResourceDefinition");
+            names.sort_unstable();
+            names
+        };
+        assert_eq!(crds(&charted), crds(&kustomized));
+    }
+}
+
+/// The Pod template of the one Deployment of `objects`.
+fn pod_of(objects: &[Value]) -> &Value {
+    &one(objects, "Deployment").unwrap()["spec"]["template"]["spec"]
+}

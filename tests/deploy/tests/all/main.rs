@@ -1,0 +1,24 @@
+//! The install artifacts in `deploy/`: what the Helm chart renders for each value that matters and refuses
+//! for values that make no sense (`chart.rs`, `bad_values.rs`), the kustomize overlays and their agreement
+//! with the chart (`kustomize.rs`), the documented permissions (`docs.rs`), and the rights a ServiceAccount
+//! really has once each is installed into the test environment's control plane (`install.rs`). Skipped
+//! when `make deploy-tools` has not built helm and kustomize, unless `CI` is set.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test fails loudly on any unexpected error"
+)]
+
+mod bad_values;
+mod chart;
+mod docs;
+mod install;
+mod kustomize;
+
+use kuberay_deploy_tests::Tools;
+
+/// The tools, or `None` when this test is skipped (see [`Tools::for_test`]).
+fn tools() -> Option<Tools> {
+    Tools::for_test().unwrap()
+}
