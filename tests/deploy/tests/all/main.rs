@@ -1,7 +1,8 @@
 //! The install artifacts in `deploy/`: what the Helm chart renders for each value that matters and refuses
 //! for values that make no sense (`chart.rs`, `bad_values.rs`), the kustomize overlays and their agreement
 //! with the chart (`kustomize.rs`), the documented permissions (`docs.rs`), and the rights a ServiceAccount
-//! really has once each is installed into the test environment's control plane (`install.rs`). Skipped
+//! really has once each is installed into the test environment's control plane (`install.rs`), and the
+//! installed chart's two operator replicas handing leadership over (`failover.rs`). Skipped
 //! when `make deploy-tools` has not built helm and kustomize, unless `CI` is set.
 
 #![allow(
@@ -13,6 +14,7 @@
 mod bad_values;
 mod chart;
 mod docs;
+mod failover;
 mod install;
 mod kustomize;
 
