@@ -81,6 +81,11 @@ mod tests {
         assert_eq!(config.grpc_bind_address.port(), 8887);
         assert_eq!(config.http_bind_address.port(), 8888);
         assert_eq!(config.auth, AuthMode::Kubernetes);
+        assert_eq!(
+            config.log_format,
+            LogFormat::Auto,
+            "JSON off a terminal, as the operator"
+        );
         assert!(Config::try_parse_from(["x", "--auth", "nobody"]).is_err());
         assert!(Config::try_parse_from(["x", "--tls-cert-file", "c.pem"]).is_err());
         assert!(Config::try_parse_from(["x", "--client-ca-file", "ca.pem"]).is_err());
