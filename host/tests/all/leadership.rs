@@ -1,6 +1,7 @@
 //! Leader election: of two replicas only the one holding the Lease reconciles and writes; a leader that
 //! shuts down releases the Lease and the standby takes over at once; a leader whose Lease is taken over
-//! steps down, writes nothing, and leads again (controllers restarted) once the Lease is free.
+//! steps down, writes nothing, and leads again (controllers restarted) once the Lease is free; a leader cut
+//! off from the API server steps down and leads again when it is back.
 
 use std::time::Duration;
 
@@ -169,4 +170,81 @@ async fn a_leader_whose_lease_is_taken_over_steps_down_and_leads_again_once_it_i
     head_created(&client, &ns, "while-deposed", Duration::from_secs(60)).await;
     assert_eq!(operator.metric("kuberay_wasm_leader_transitions_total", &[]), 3.0);
     operator.stop().await;
+}
+
+/// A TCP forwarder to the API server that can be cut: while down, every connection through it is closed.
+struct Link {
+    addr: std::net::SocketAddr,
+    up: tokio::sync::watch::Sender<bool>,
+}
+
+impl Link {
+    async fn to(server: &str) -> Self {
+        let target = server.trim_start_matches("https://").to_string();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (up, up_rx) = tokio::sync::watch::channel(true);
+        tokio::spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                let (mut up, target) = (up_rx.clone(), target.clone());
+                if !*up.borrow() {
+                    continue;
+                }
+                tokio::spawn(async move {
+                    let Ok(mut outbound) = tokio::net::TcpStream::connect(&target).await else {
+                        return;
+                    };
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                        _ = up.wait_for(|up| !*up) => {}
+                    }
+                });
+            }
+        });
+        Self { addr, up }
+    }
+
+    fn set(&self, up: bool) {
+        let _ = self.up.send(up);
+    }
+}
+
+#[tokio::test]
+async fn a_leader_cut_off_from_the_api_server_steps_down_and_leads_again_when_it_returns() {
+    let env = env().await;
+    let client = env.client().await.unwrap();
+    let ns = namespace(env, "leader-outage").await;
+    let server = &env.info().server;
+    let link = Link::to(server).await;
+    let kubeconfig = std::env::temp_dir().join(format!("kuberay-wasm-outage-{}.kubeconfig", ns.name()));
+    let admin = std::fs::read_to_string(env.kubeconfig()).unwrap();
+    assert!(admin.contains(server.as_str()));
+    std::fs::write(
+        &kubeconfig,
+        admin.replace(server.as_str(), &format!("https://{}", link.addr)),
+    )
+    .unwrap();
+    let lease = Duration::from_secs(6);
+    let operator = start_operator(
+        env,
+        &ns,
+        OperatorOptions {
+            kubeconfig: Some(kubeconfig.clone()),
+            ..options(&ns, "cut-off", lease)
+        },
+    )
+    .await;
+    until_ready_as(&operator, "ok: leader", Duration::from_secs(60)).await;
+
+    link.set(false);
+    // Renewals fail: it steps down once the renew deadline (4 s) has passed, without exiting.
+    until_ready_as(&operator, "ok: standby", Duration::from_secs(15)).await;
+    assert_eq!(operator.metric("kuberay_wasm_leader ", &[]), 0.0);
+    create_cluster(&client, &ns, "during-outage").await;
+
+    link.set(true);
+    until_ready_as(&operator, "ok: leader", lease + Duration::from_secs(30)).await;
+    head_created(&client, &ns, "during-outage", Duration::from_secs(60)).await;
+    operator.stop().await;
+    let _ = std::fs::remove_file(kubeconfig);
 }
