@@ -36,7 +36,7 @@ KUBECONFIG
     rm -f "$pidfile"
     setsid bash -c 'echo $$ >"$0" && exec "$@"' "$pidfile" target/debug/kuberay-apiserver \
       --kubeconfig .local/apiserver.kubeconfig --grpc-bind-address 127.0.0.1:8887 \
-      --http-bind-address 127.0.0.1:8888 "$@" >.local/apiserver.log 2>&1 </dev/null &
+      --http-bind-address 127.0.0.1:8888 --log-format text "$@" >.local/apiserver.log 2>&1 </dev/null &
     # Until the pid file is written, `running` cannot tell a starting server from one that exited.
     for _ in $(seq 1 50); do [ -s "$pidfile" ] && break; sleep 0.1; done
     for _ in $(seq 1 100); do

@@ -24,7 +24,8 @@ case "${1:-}" in
       echo "operator: already running (pid $(cat $pidfile), $(cat $modefile) mode)"
       exit 0
     fi
-    args=(operator --plugins .local/plugins --cache-dir .local/cache
+    # Text logs (read by people in .local/operator.log); a file is not a terminal, so the default is JSON.
+    args=(--log-format text operator --plugins .local/plugins --cache-dir .local/cache
       --metrics-bind-address 127.0.0.1:8080 --health-probe-bind-address 127.0.0.1:8082)
     command=(target/debug/kuberay-wasm "${args[@]}")
     if [ "${2:-}" = --proxy ]; then

@@ -6,12 +6,8 @@ use kuberay_rayhead::{RoutingOptions, parse_duration};
 
 use crate::auth::AuthMode;
 
-/// Log output on stderr.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum LogFormat {
-    Text,
-    Json,
-}
+/// Log output on stderr (shared with the operator).
+pub use kuberay_telemetry::LogFormat;
 
 /// `kuberay-apiserver`'s flags.
 #[derive(Debug, Clone, clap::Parser)]
@@ -67,8 +63,9 @@ pub struct Config {
     /// How job submissions reach Ray heads; through the API server's proxy they go as the caller.
     #[command(flatten)]
     pub routing: RoutingOptions,
-    /// Log format on stderr; the level comes from RUST_LOG (default info).
-    #[arg(long, value_enum, default_value = "text")]
+    /// Log format on stderr: `auto` is JSON unless stderr is a terminal; the level comes from RUST_LOG
+    /// (default info).
+    #[arg(long, value_enum, default_value = "auto")]
     pub log_format: LogFormat,
 }
 
@@ -84,6 +81,11 @@ mod tests {
         assert_eq!(config.grpc_bind_address.port(), 8887);
         assert_eq!(config.http_bind_address.port(), 8888);
         assert_eq!(config.auth, AuthMode::Kubernetes);
+        assert_eq!(
+            config.log_format,
+            LogFormat::Auto,
+            "JSON off a terminal, as the operator"
+        );
         assert!(Config::try_parse_from(["x", "--auth", "nobody"]).is_err());
         assert!(Config::try_parse_from(["x", "--tls-cert-file", "c.pem"]).is_err());
         assert!(Config::try_parse_from(["x", "--client-ca-file", "ca.pem"]).is_err());

@@ -19,11 +19,13 @@
 //!   the API server), finding them through the Kubernetes bridge;
 //! - [`policy`]: the administrator's policy: which plugins run, their grants, what their objects may contain;
 //! - `controller`: the reconcile queues;
+//! - [`leadership`]: leader election on a Lease, and the fence every write of the host passes;
 //! - `operator`: wiring, configuration and shutdown; `server` and [`metrics`]: observability;
 //!   [`telemetry`]: logging.
 
 pub(crate) mod controller;
 pub(crate) mod kubernetes;
+pub mod leadership;
 pub mod metrics;
 mod operator;
 pub(crate) mod plugin_host;

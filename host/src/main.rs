@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 use kuberay_rayhead::{RoutingOptions, parse_duration};
 use kuberay_wasm::{
     OperatorConfig,
+    leadership::{self, LeaderElection},
     metrics::Metrics,
     policy::Policy,
     sandbox::{CallLimits, Sandbox, SandboxConfig},
@@ -19,8 +20,9 @@ use kuberay_wasm::{
     about = "KubeRay-compatible operator whose reconcile logic runs in WebAssembly plugins"
 )]
 struct Cli {
-    /// Log format on stderr; the level comes from RUST_LOG (default info).
-    #[arg(long, global = true, value_enum, default_value = "text")]
+    /// Log format on stderr: `auto` is JSON unless stderr is a terminal (text, coloured); the level comes
+    /// from RUST_LOG (default info).
+    #[arg(long, global = true, value_enum, default_value = "auto")]
     log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
@@ -86,6 +88,63 @@ struct OperatorArgs {
     /// Kubeconfig to use; otherwise KUBECONFIG, ~/.kube/config or the in-cluster service account.
     #[arg(long, env = "KUBECONFIG")]
     kubeconfig: Option<PathBuf>,
+    #[command(flatten)]
+    leader_election: LeaderElectionArgs,
+}
+
+/// Leader election among replicas (KubeRay's flag names), on a coordination.k8s.io/v1 Lease.
+#[derive(clap::Args)]
+struct LeaderElectionArgs {
+    /// Reconcile only while holding the leader election's Lease; other replicas stand by (loaded, ready,
+    /// writing nothing) and take over when the leader stops or loses it.
+    #[arg(long)]
+    enable_leader_election: bool,
+    /// Namespace of the Lease; default: POD_NAMESPACE, else the ServiceAccount's namespace file.
+    #[arg(long, env = "POD_NAMESPACE")]
+    leader_election_namespace: Option<String>,
+    /// Name of the Lease.
+    #[arg(long, default_value = "kuberay-wasm-leader")]
+    leader_election_id: String,
+    /// How long a standby waits after the Lease's last change before taking it over.
+    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    leader_election_lease_duration: Duration,
+    /// How long the leader keeps reconciling without renewing the Lease (shorter than the lease duration).
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    leader_election_renew_deadline: Duration,
+    /// How often the leader renews and a standby tries to acquire the Lease.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    leader_election_retry_period: Duration,
+}
+
+impl LeaderElectionArgs {
+    /// The election, if enabled: the namespace and identity resolved, the timings checked.
+    fn election(self, instance: Option<&str>) -> anyhow::Result<Option<LeaderElection>> {
+        if !self.enable_leader_election {
+            return Ok(None);
+        }
+        let file = std::path::Path::new(leadership::SERVICE_ACCOUNT_NAMESPACE_FILE);
+        let namespace = self
+            .leader_election_namespace
+            .filter(|ns| !ns.is_empty())
+            .or_else(|| leadership::namespace_from_file(file))
+            .with_context(|| {
+                format!(
+                    "--enable-leader-election needs the Lease's namespace: give --leader-election-namespace, \
+                     set POD_NAMESPACE, or run in a Pod ({} is missing)",
+                    file.display()
+                )
+            })?;
+        let election = LeaderElection {
+            namespace,
+            lease_name: self.leader_election_id,
+            identity: leadership::unique_identity(instance.unwrap_or("kuberay-wasm")),
+            lease_duration: self.leader_election_lease_duration,
+            renew_deadline: self.leader_election_renew_deadline,
+            retry_period: self.leader_election_retry_period,
+        };
+        election.validate()?;
+        Ok(Some(election))
+    }
 }
 
 fn default_cache_dir() -> Option<PathBuf> {
@@ -95,13 +154,24 @@ fn default_cache_dir() -> Option<PathBuf> {
     Some(base.join("kuberay-wasm"))
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     telemetry::init(cli.log_format);
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    match cli.command {
-        Command::Operator(args) => runtime.block_on(operator(*args)),
-        Command::Inspect { plugin, policy } => runtime.block_on(inspect(plugin, policy)),
+    let result = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")
+        .and_then(|runtime| match cli.command {
+            Command::Operator(args) => runtime.block_on(operator(*args)),
+            Command::Inspect { plugin, policy } => runtime.block_on(inspect(plugin, policy)),
+        });
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            // In the log's format (a JSON line for collectors), with every cause.
+            tracing::error!(error = %format_args!("{e:#}"), "fatal");
+            std::process::ExitCode::FAILURE
+        }
     }
 }
 
@@ -121,12 +191,26 @@ async fn operator(args: OperatorArgs) -> anyhow::Result<()> {
     config.policy = Some(std::sync::Arc::new(load_policy(args.policy.as_deref())?));
     config.kubeconfig = args.kubeconfig;
     config.routing = args.routing;
-    config.instance = std::env::var("POD_NAME")
-        .ok()
-        .or_else(|| std::env::var("HOSTNAME").ok());
+    config.instance = instance_name();
+    config.leader_election = args.leader_election.election(config.instance.as_deref())?;
     kuberay_wasm::run(config, shutdown_signal())
         .await
         .context("operator failed")
+}
+
+/// This replica's name: the Pod's (POD_NAME), else the host's.
+fn instance_name() -> Option<String> {
+    let hostname = || {
+        std::env::var("HOSTNAME").ok().or_else(|| {
+            std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .ok()
+                .map(|h| h.trim().to_string())
+        })
+    };
+    std::env::var("POD_NAME")
+        .ok()
+        .or_else(hostname)
+        .filter(|name| !name.is_empty())
 }
 
 /// Resolves on SIGTERM or SIGINT.

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use crate::leadership::LeaderMetrics;
 use prometheus_client::{
     encoding::EncodeLabelSet,
     metrics::{counter::Counter, family::Family, gauge::Gauge, histogram::Histogram},
@@ -109,6 +110,8 @@ pub struct Metrics {
     pub(crate) ray_requests: Family<RayLabels, Counter>,
     pub(crate) limits_exceeded: Family<LimitLabels, Counter>,
     pub(crate) log_lines_dropped: Family<PluginLabels, Counter>,
+    /// The leader election's metrics (registered by it).
+    pub(crate) leadership: LeaderMetrics,
 }
 
 impl Default for Metrics {
@@ -201,6 +204,8 @@ impl Metrics {
             "Plugin log and output lines dropped by the per-plugin rate limit",
             log_lines_dropped.clone(),
         );
+        let leadership = LeaderMetrics::default();
+        leadership.register(&mut registry);
         Self {
             registry: Arc::new(registry),
             reconciles,
@@ -216,6 +221,7 @@ impl Metrics {
             ray_requests,
             limits_exceeded,
             log_lines_dropped,
+            leadership,
         }
     }
 

@@ -1,5 +1,6 @@
 //! The operator's HTTP endpoints: `/metrics` (Prometheus), `/healthz` (the process serves), and `/readyz`
-//! (every watch cache has synced and the plugin directory has been loaded).
+//! (the plugin directory has been loaded and, on the replica that reconciles, every watch cache has synced;
+//! a standby of the leader election is ready as such).
 
 use std::{
     net::SocketAddr,
@@ -16,7 +17,61 @@ use crate::metrics::Metrics;
 #[derive(Clone)]
 pub(crate) struct Health {
     pub metrics: Metrics,
-    pub ready: Arc<AtomicBool>,
+    pub readiness: Arc<Readiness>,
+}
+
+/// What `/readyz` answers: 503 until the plugins are loaded and, while this replica reconciles, its caches
+/// have synced; then `ok` (no leader election), `ok: leader`, or `ok: standby` (so that a rollout of
+/// several replicas completes while one leads).
+#[derive(Debug)]
+pub(crate) struct Readiness {
+    election: bool,
+    loaded: AtomicBool,
+    leading: AtomicBool,
+    synced: AtomicBool,
+}
+
+impl Readiness {
+    pub(crate) fn new(election: bool) -> Self {
+        Self {
+            election,
+            loaded: AtomicBool::new(false),
+            leading: AtomicBool::new(false),
+            synced: AtomicBool::new(false),
+        }
+    }
+
+    /// The plugin directory has been loaded (false again while shutting down).
+    pub(crate) fn set_loaded(&self, loaded: bool) {
+        self.loaded.store(loaded, Ordering::Relaxed);
+    }
+
+    /// This replica runs the controllers (always, without leader election).
+    pub(crate) fn set_leading(&self, leading: bool) {
+        self.leading.store(leading, Ordering::Relaxed);
+    }
+
+    /// The caches of the current term have synced.
+    pub(crate) fn set_synced(&self, synced: bool) {
+        self.synced.store(synced, Ordering::Relaxed);
+    }
+
+    fn answer(&self) -> (StatusCode, &'static str) {
+        let unavailable = (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "caches not synced or plugins not loaded yet",
+        );
+        if !self.loaded.load(Ordering::Relaxed) {
+            return unavailable;
+        }
+        let leading = self.leading.load(Ordering::Relaxed);
+        match (self.election, leading, self.synced.load(Ordering::Relaxed)) {
+            (true, false, _) => (StatusCode::OK, "ok: standby"),
+            (_, _, false) => unavailable,
+            (true, true, true) => (StatusCode::OK, "ok: leader"),
+            (false, _, true) => (StatusCode::OK, "ok"),
+        }
+    }
 }
 
 fn router(health: Health) -> Router {
@@ -35,25 +90,49 @@ async fn metrics(State(health): State<Health>) -> impl IntoResponse {
 }
 
 async fn readyz(State(health): State<Health>) -> impl IntoResponse {
-    if health.ready.load(Ordering::Relaxed) {
-        (StatusCode::OK, "ok")
-    } else {
-        (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "caches not synced or plugins not loaded yet",
-        )
-    }
+    health.readiness.answer()
 }
 
-/// Binds `addr` and serves until `shutdown` resolves.
+/// Binds `addr` (an error here is fatal to the operator).
+pub(crate) async fn bind(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    tokio::net::TcpListener::bind(addr).await
+}
+
+/// Serves on `listener` until `shutdown` resolves.
 pub(crate) async fn serve(
-    addr: SocketAddr,
+    listener: tokio::net::TcpListener,
     health: Health,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let listener = tokio::net::TcpListener::bind(addr).await?;
     tracing::info!(addr = %listener.local_addr()?, "serving /metrics, /healthz and /readyz");
     axum::serve(listener, router(health))
         .with_graceful_shutdown(shutdown)
         .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_standby_is_ready_as_such_and_a_leader_once_synced() {
+        let alone = Readiness::new(false);
+        assert_eq!(alone.answer().0, StatusCode::SERVICE_UNAVAILABLE);
+        alone.set_loaded(true);
+        alone.set_leading(true);
+        assert_eq!(alone.answer().0, StatusCode::SERVICE_UNAVAILABLE);
+        alone.set_synced(true);
+        assert_eq!(alone.answer(), (StatusCode::OK, "ok"));
+
+        let replica = Readiness::new(true);
+        assert_eq!(replica.answer().0, StatusCode::SERVICE_UNAVAILABLE);
+        replica.set_loaded(true);
+        assert_eq!(replica.answer(), (StatusCode::OK, "ok: standby"));
+        replica.set_leading(true);
+        assert_eq!(replica.answer().0, StatusCode::SERVICE_UNAVAILABLE);
+        replica.set_synced(true);
+        assert_eq!(replica.answer(), (StatusCode::OK, "ok: leader"));
+        replica.set_loaded(false);
+        assert_eq!(replica.answer().0, StatusCode::SERVICE_UNAVAILABLE);
+    }
 }

@@ -1,30 +1,4 @@
-//! Logging: structured `tracing` events as text or JSON, filtered by `RUST_LOG` (default `info`).
+//! Logging: structured `tracing` events on stderr as JSON or text, shared with `kuberay-apiserver`
+//! ([`kuberay_telemetry`]): `--log-format auto` (the default) is JSON unless stderr is a terminal.
 
-use tracing_subscriber::{EnvFilter, fmt, prelude::*};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum LogFormat {
-    Text,
-    Json,
-}
-
-pub fn init(format: LogFormat) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let registry = tracing_subscriber::registry().with(filter);
-    let result = match format {
-        LogFormat::Text => registry
-            .with(fmt::layer().with_writer(std::io::stderr))
-            .try_init(),
-        LogFormat::Json => registry
-            .with(
-                fmt::layer()
-                    .json()
-                    .flatten_event(true)
-                    .with_writer(std::io::stderr),
-            )
-            .try_init(),
-    };
-    if let Err(e) = result {
-        eprintln!("logging was already initialised: {e}");
-    }
-}
+pub use kuberay_telemetry::{LogFormat, Output, init};

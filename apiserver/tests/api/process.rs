@@ -117,3 +117,45 @@ impl Process {
             .unwrap()
     }
 }
+
+/// A listener address that is taken stops the server at start, exit status 1, naming the address (no
+/// cluster needed: nothing is asked of the API server before the listeners are bound).
+#[test]
+fn an_address_in_use_is_fatal_and_named() {
+    let dir = tempfile_dir();
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:1\n    \
+         insecure-skip-tls-verify: true\nusers:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: c\n  \
+         context:\n    cluster: c\n    user: u\ncurrent-context: c\n",
+    )
+    .unwrap();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken_addr = taken.local_addr().unwrap().to_string();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_kuberay-apiserver"))
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args([
+            "--grpc-bind-address",
+            &taken_addr,
+            "--http-bind-address",
+            "127.0.0.1:0",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("listening on {taken_addr} (gRPC)")),
+        "{stderr}"
+    );
+    assert!(!stderr.contains('\u{1b}'), "escape codes on a pipe: {stderr:?}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+fn tempfile_dir() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("kuberay-apiserver-bind-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}

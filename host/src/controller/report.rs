@@ -53,6 +53,10 @@ pub(crate) async fn failure(
         %plugin, %kind, %namespace, %name, reason, attempt, retry_in = ?super::backoff::delay(attempt),
         "reconcile failed: {message}"
     );
+    // A replica that is not the leader (any more) records nothing about it.
+    if shared.bridge.fenced().is_err() {
+        return;
+    }
     let reference = ObjectReference {
         api_version: Some(kind.api_version()),
         kind: Some(kind.kind.clone()),
@@ -122,6 +126,10 @@ pub(crate) async fn recovered(shared: &Shared, kind: &Kind, plugin: &str, object
 }
 
 async fn write_status(shared: &Shared, kind: &Kind, namespace: &str, name: &str, status: Value) {
+    if let Err(e) = shared.bridge.fenced() {
+        tracing::warn!(%namespace, %name, error = %e, "not writing the Reconciled condition");
+        return;
+    }
     let Ok(resolved) = shared.bridge.discovery.resolve(kind).await else {
         return;
     };

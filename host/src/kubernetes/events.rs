@@ -15,6 +15,8 @@ use kube::{
 };
 use tokio::sync::mpsc;
 
+use crate::leadership::{Fence, NotLeader};
+
 /// Events waiting to be published, at most.
 const QUEUE: usize = 1024;
 
@@ -29,15 +31,18 @@ pub(crate) struct EventRecorders {
     client: Client,
     instance: Option<String>,
     recorders: Mutex<HashMap<String, Recorder>>,
+    /// Checked when an event is queued and again before it is published.
+    fence: Fence,
     queue: Mutex<Option<(mpsc::Sender<Pending>, tokio::task::JoinHandle<()>)>>,
 }
 
 impl EventRecorders {
-    pub(crate) fn new(client: Client, instance: Option<String>) -> Self {
+    pub(crate) fn new(client: Client, instance: Option<String>, fence: Fence) -> Self {
         Self {
             client,
             instance,
             recorders: Mutex::default(),
+            fence,
             queue: Mutex::default(),
         }
     }
@@ -49,7 +54,8 @@ impl EventRecorders {
         plugin: &str,
         event: Event,
         about: ObjectReference,
-    ) {
+    ) -> Result<(), NotLeader> {
+        self.fence.check()?;
         let sender = {
             let mut queue = self
                 .queue
@@ -71,6 +77,7 @@ impl EventRecorders {
         if sender.send(pending).await.is_err() {
             tracing::warn!(%plugin, "event publisher stopped; event not recorded");
         }
+        Ok(())
     }
 
     /// Publishes the events still queued (waiting at most `timeout`); events recorded afterwards start a
@@ -111,9 +118,15 @@ impl EventRecorders {
 /// Publishes queued events one after the other while the recorders exist.
 async fn publish_all(recorders: std::sync::Weak<EventRecorders>, mut rx: mpsc::Receiver<Pending>) {
     while let Some(pending) = rx.recv().await {
-        let Some(recorder) = recorders.upgrade().map(|r| r.recorder(&pending.plugin)) else {
+        let Some(recorders) = recorders.upgrade() else {
             return;
         };
+        if let Err(e) = recorders.fence.check() {
+            tracing::warn!(plugin = %pending.plugin, reason = %pending.event.reason, error = %e, "event not published");
+            continue;
+        }
+        let recorder = recorders.recorder(&pending.plugin);
+        drop(recorders);
         if let Err(e) = recorder.publish(&pending.event, &pending.about).await {
             let about = &pending.about;
             tracing::warn!(

@@ -35,7 +35,7 @@ use self::{
     overlay::{Key, Overlay},
     unchanged::LastApplied,
 };
-use crate::{metrics::Metrics, sandbox::host_api::HostResult};
+use crate::{leadership::Fence, metrics::Metrics, sandbox::host_api::HostResult};
 
 /// Field manager of the host's own writes (the failure condition on an object's status).
 pub(crate) const HOST_FIELD_MANAGER: &str = "kuberay-wasm";
@@ -70,6 +70,8 @@ pub(crate) struct KubeBridge {
     pub(crate) applied: LastApplied,
     pub(crate) events: Arc<EventRecorders>,
     metrics: Metrics,
+    /// Every write checks it first: with leader election, only a current leader writes.
+    fence: Fence,
 }
 
 impl KubeBridge {
@@ -78,6 +80,7 @@ impl KubeBridge {
         scope: WatchScope,
         reporter_instance: Option<String>,
         metrics: Metrics,
+        fence: Fence,
     ) -> Arc<Self> {
         let overlay = Arc::new(Overlay::default());
         Arc::new(Self {
@@ -85,10 +88,23 @@ impl KubeBridge {
             caches: Caches::new(client.clone(), scope, overlay.clone()),
             overlay,
             applied: LastApplied::default(),
-            events: Arc::new(EventRecorders::new(client.clone(), reporter_instance)),
+            events: Arc::new(EventRecorders::new(
+                client.clone(),
+                reporter_instance,
+                fence.clone(),
+            )),
             client,
             metrics,
+            fence,
         })
+    }
+
+    /// `Ok` while this replica may write (see [`crate::leadership::Fence`]); every write calls it right
+    /// before its request.
+    pub(crate) fn fenced(&self) -> HostResult<()> {
+        self.fence
+            .check()
+            .map_err(|e| HostError::Unavailable(e.to_string()))
     }
 
     /// Starts watching a kind (idempotent).

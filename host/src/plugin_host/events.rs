@@ -3,7 +3,7 @@
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event as KubeEvent, EventType as KubeEventType};
-use kuberay_plugin_sdk::{Event, EventType};
+use kuberay_plugin_sdk::{Event, EventType, HostError};
 
 use super::PluginHost;
 use crate::sandbox::host_api::HostResult;
@@ -46,7 +46,7 @@ impl PluginHost {
         self.kube
             .events
             .publish_later(&self.plugin, kube_event, self.object_reference())
-            .await;
-        Ok(())
+            .await
+            .map_err(|e| HostError::Unavailable(e.to_string()))
     }
 }

@@ -52,6 +52,7 @@ impl PluginHost {
             return Ok(current.clone());
         }
         let params = PatchParams::apply(&self.field_manager).force();
+        self.kube.fenced()?;
         let applied = api
             .patch(name, &params, &Patch::Apply(&intent))
             .await

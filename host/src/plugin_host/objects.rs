@@ -111,6 +111,7 @@ impl PluginHost {
         // The resourceVersion makes this a compare-and-swap: a concurrent change becomes a conflict.
         let patch = json!({"metadata": {"finalizers": finalizers, "resourceVersion": str_at(&current, "/metadata/resourceVersion")}});
         let api = self.namespaced(&self.primary.kind).await?;
+        self.kube.fenced()?;
         let updated = api
             .patch(&self.primary.name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
@@ -160,6 +161,7 @@ impl PluginHost {
             field_manager: Some(self.field_manager.clone()),
             ..PostParams::default()
         };
+        self.kube.fenced()?;
         let created = api.create(&params, &dynamic(object)?).await.map_err(from_kube)?;
         self.kube.metrics().write(&self.plugin, "create", true);
         let created = to_json(&created)?;
@@ -200,6 +202,7 @@ impl PluginHost {
             return Ok(current);
         }
         let params = PatchParams::apply(&self.field_manager).force();
+        self.kube.fenced()?;
         let applied = api
             .patch(&name, &params, &Patch::Apply(&object))
             .await
@@ -235,6 +238,7 @@ impl PluginHost {
         }
         let api = self.namespaced(&kind).await?;
         let params = PatchParams::apply(&self.field_manager).force();
+        self.kube.fenced()?;
         let applied = api
             .patch_status(&self.primary.name, &params, &Patch::Apply(&intent))
             .await
@@ -276,6 +280,7 @@ impl PluginHost {
             }),
             ..DeleteParams::default()
         };
+        self.kube.fenced()?;
         match api.delete(&name, &params).await {
             Ok(_) => {}
             Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}

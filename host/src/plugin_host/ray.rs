@@ -43,6 +43,10 @@ impl PluginHost {
                 request.cluster
             )));
         }
+        // Only reads reach a Ray head from a replica that is not the leader (any more).
+        if !request.method.eq_ignore_ascii_case("GET") {
+            self.kube.fenced()?;
+        }
         let sent = self
             .ray
             .send(self.kube.as_ref(), &self.primary.namespace, &cluster, &request)

@@ -8,12 +8,14 @@
     reason = "a test fails loudly on any unexpected error"
 )]
 
+mod cli;
 mod compile_cache;
 mod containment;
 mod endpoints;
 mod grandchild;
 mod identity;
 mod isolated;
+mod leadership;
 mod limits;
 mod policy;
 mod ray_routing;

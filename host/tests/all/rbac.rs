@@ -1,7 +1,8 @@
 //! The RBAC shipped in `deploy/kustomize/` (which the Helm chart reads its rules from) is enough and no more than each routing mode needs: an operator running
 //! as that ServiceAccount with only `rbac.yaml` brings KubeRay's samples to ready, autoscaler Role included
 //! (Kubernetes only lets it grant what it holds itself), and runs RayJobs to completion reaching Ray heads
-//! directly, without any right on the `services/proxy` or `pods/proxy` subresources; with `rbac-proxy.yaml`
+//! directly (leading through a Lease in `kuberay-system`), without any right on the `services/proxy` or
+//! `pods/proxy` subresources; with `rbac-proxy.yaml`
 //! added it does the same through the API server's proxy (where a stopped job on deletion is a proxied POST).
 
 use std::{path::Path, time::Duration};
@@ -16,6 +17,7 @@ use kube::{
     config::{KubeConfigOptions, Kubeconfig},
 };
 use kuberay_testenv::TestNamespace;
+use kuberay_wasm::leadership::{LeaderElection, unique_identity};
 use serde_json::json;
 
 use crate::support::{
@@ -86,6 +88,15 @@ async fn the_shipped_rbac_is_all_the_operator_needs() {
         ],
         kubeconfig: Some(kubeconfig.clone()),
         use_kubernetes_proxy,
+        // Direct mode leads through a Lease in the operator's namespace, as the chart runs it.
+        leader_election: (!use_kubernetes_proxy).then(|| LeaderElection {
+            namespace: "kuberay-system".into(),
+            lease_name: format!("rbac-test-{}", std::process::id()),
+            identity: unique_identity("rbac"),
+            lease_duration: Duration::from_secs(15),
+            renew_deadline: Duration::from_secs(10),
+            retry_period: Duration::from_secs(2),
+        }),
         ..OperatorOptions::default()
     };
     let operator = start_operator(env, &ns, options(false)).await;
@@ -98,6 +109,7 @@ async fn the_shipped_rbac_is_all_the_operator_needs() {
         0.0,
         "a reconcile failed as the operator's ServiceAccount"
     );
+    assert_eq!(operator.metric("kuberay_wasm_leader ", &[]), 1.0, "not leading");
     run_rayjob(&admin, &ns, "direct").await;
     let direct = operator.metric(
         "kuberay_wasm_ray_requests_total",

@@ -14,7 +14,7 @@ use kube::{
     discovery::ApiResource,
 };
 use kuberay_testenv::{HeadMode, TestEnv, TestNamespace};
-use kuberay_wasm::{OperatorConfig, metrics::Metrics, policy::Policy};
+use kuberay_wasm::{OperatorConfig, leadership::LeaderElection, metrics::Metrics, policy::Policy};
 use serde_json::Value;
 use tokio::{sync::oneshot, task::JoinHandle};
 
@@ -124,6 +124,10 @@ pub struct OperatorOptions {
     pub policy: Option<Policy>,
     /// `--concurrency`, if not the default.
     pub concurrency: Option<u16>,
+    /// Leader election (`--enable-leader-election` and its settings).
+    pub leader_election: Option<LeaderElection>,
+    /// The replica's name in events (`test-<namespace>` by default).
+    pub instance: Option<String>,
 }
 
 /// The chaos plugin's entry in the tests' default policy: what it needs for its behaviours, no Secrets.
@@ -170,6 +174,8 @@ impl Default for OperatorOptions {
             use_kubernetes_proxy: false,
             policy: None,
             concurrency: None,
+            leader_election: None,
+            instance: None,
         }
     }
 }
@@ -245,7 +251,10 @@ pub async fn start_operator(env: &TestEnv, ns: &TestNamespace, options: Operator
         .with_addrs(metrics_addr, health_addr)
         .with_kubernetes_proxy(options.use_kubernetes_proxy)
         .with_policy(options.policy.unwrap_or_else(test_policy));
-    config.instance = Some(format!("test-{}", ns.name()));
+    config.instance = Some(options.instance.unwrap_or_else(|| format!("test-{}", ns.name())));
+    if let Some(election) = options.leader_election {
+        config = config.with_leader_election(election);
+    }
     if let Some(concurrency) = options.concurrency {
         config = config.with_concurrency(concurrency);
     }

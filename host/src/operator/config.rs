@@ -1,0 +1,149 @@
+//! What the operator can be told ([`OperatorConfig`]); the binary's flags are the only source of defaults
+//! for its users, these are the library's (tests and embedders).
+
+use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
+
+use kuberay_rayhead::RoutingOptions;
+
+use crate::{leadership::LeaderElection, policy::Policy, sandbox::CallBudget};
+
+/// Everything the operator can be told. Build it with [`OperatorConfig::new`] and the `with_*` methods.
+#[derive(Debug, Clone)]
+pub struct OperatorConfig {
+    /// The directory plugin components (`*.wasm`) are loaded from.
+    pub plugins_dir: PathBuf,
+    /// Empty: all namespaces.
+    pub watch_namespaces: Vec<String>,
+    /// Reconciles that may run at once, across all kinds.
+    pub concurrency: u16,
+    /// How long a queued reconcile waits for more changes of the same object before it runs (trailing
+    /// edge: every change within the window restarts it).
+    pub debounce: Duration,
+    /// Wall time of one plugin call, host calls included.
+    pub plugin_timeout: Duration,
+    /// Linear memory one plugin call may grow to.
+    pub plugin_memory_bytes: usize,
+    /// Host calls, writes, events and list sizes one plugin call may use.
+    pub plugin_budget: CallBudget,
+    /// The plugin directory is rescanned when it changes and at least this often; `None` loads it once.
+    pub reload_interval: Option<Duration>,
+    /// Where compiled plugins are cached; `None` compiles every time.
+    pub cache_dir: Option<PathBuf>,
+    /// The administrator's policy; `None` is the built-in one (`host/deploy/policy.yaml`).
+    pub policy: Option<Arc<Policy>>,
+    /// Where `/metrics` is served.
+    pub metrics_addr: SocketAddr,
+    /// Where `/healthz` and `/readyz` are served.
+    pub health_addr: SocketAddr,
+    /// A kubeconfig file; `None` infers the configuration (in-cluster or the default kubeconfig).
+    pub kubeconfig: Option<PathBuf>,
+    /// Identifies this replica in events (the Pod name in a cluster).
+    pub instance: Option<String>,
+    /// How Ray heads are reached (directly or through the API server's proxy).
+    pub routing: RoutingOptions,
+    /// Leader election among replicas; `None` reconciles at once, alone.
+    pub leader_election: Option<LeaderElection>,
+}
+
+impl OperatorConfig {
+    /// The defaults, loading plugins from `plugins_dir`.
+    pub fn new(plugins_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            plugins_dir: plugins_dir.into(),
+            watch_namespaces: Vec::new(),
+            concurrency: 8,
+            debounce: Duration::from_millis(100),
+            plugin_timeout: Duration::from_secs(30),
+            plugin_memory_bytes: 128 << 20,
+            plugin_budget: CallBudget::default(),
+            reload_interval: Some(Duration::from_secs(5)),
+            cache_dir: None,
+            policy: None,
+            metrics_addr: SocketAddr::from(([0, 0, 0, 0], 8080)),
+            health_addr: SocketAddr::from(([0, 0, 0, 0], 8082)),
+            kubeconfig: None,
+            instance: None,
+            routing: RoutingOptions::default(),
+            leader_election: None,
+        }
+    }
+
+    /// Connects with the kubeconfig at `path`.
+    #[must_use]
+    pub fn with_kubeconfig(mut self, path: impl Into<PathBuf>) -> Self {
+        self.kubeconfig = Some(path.into());
+        self
+    }
+
+    /// Serves metrics and health on these addresses.
+    #[must_use]
+    pub fn with_addrs(mut self, metrics: SocketAddr, health: SocketAddr) -> Self {
+        self.metrics_addr = metrics;
+        self.health_addr = health;
+        self
+    }
+
+    /// Caches compiled plugins in `dir`.
+    #[must_use]
+    pub fn with_cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cache_dir = Some(dir.into());
+        self
+    }
+
+    /// Limits each plugin call to `timeout` and `memory_bytes` of linear memory.
+    #[must_use]
+    pub fn with_limits(mut self, timeout: Duration, memory_bytes: usize) -> Self {
+        self.plugin_timeout = timeout;
+        self.plugin_memory_bytes = memory_bytes;
+        self
+    }
+
+    /// Watches only these namespaces (empty: all).
+    #[must_use]
+    pub fn with_watch_namespaces(mut self, namespaces: Vec<String>) -> Self {
+        self.watch_namespaces = namespaces;
+        self
+    }
+
+    /// Runs at most `concurrency` reconciles at once (at least one).
+    #[must_use]
+    pub fn with_concurrency(mut self, concurrency: u16) -> Self {
+        self.concurrency = concurrency.max(1);
+        self
+    }
+
+    /// Lets a queued reconcile wait `debounce` for more changes of the same object.
+    #[must_use]
+    pub fn with_debounce(mut self, debounce: Duration) -> Self {
+        self.debounce = debounce;
+        self
+    }
+
+    /// Reaches Ray heads through the API server's proxy instead of directly.
+    #[must_use]
+    pub fn with_kubernetes_proxy(mut self, enabled: bool) -> Self {
+        self.routing.use_kubernetes_proxy = enabled;
+        self
+    }
+
+    /// Uses this policy instead of the built-in one.
+    #[must_use]
+    pub fn with_policy(mut self, policy: Policy) -> Self {
+        self.policy = Some(Arc::new(policy));
+        self
+    }
+
+    /// Rescans the plugin directory this often (`None`: load it once).
+    #[must_use]
+    pub fn with_reload_interval(mut self, interval: Option<Duration>) -> Self {
+        self.reload_interval = interval;
+        self
+    }
+
+    /// Takes part in a leader election: reconciles only while holding its Lease.
+    #[must_use]
+    pub fn with_leader_election(mut self, election: LeaderElection) -> Self {
+        self.leader_election = Some(election);
+        self
+    }
+}

@@ -1,0 +1,278 @@
+//! Wiring: the HTTP endpoints (bound first: an address that cannot be bound is fatal), the Kubernetes
+//! client, the sandbox with the plugins of a directory (loaded by every replica), the leader election when
+//! enabled, and the controllers of each term (`term`), with an orderly shutdown.
+//!
+//! With leader election a replica is a standby until it holds the Lease: it serves its endpoints and keeps
+//! its plugins loaded, but watches and writes nothing. It then runs a term; when the Lease is lost it stops
+//! the term's controllers (their writes already fail at the fence) and becomes a candidate again. On
+//! shutdown it stops the controllers, lets running reconciles finish, and releases the Lease.
+
+mod config;
+mod plugins;
+mod term;
+
+use std::{collections::BTreeSet, net::SocketAddr, sync::Arc};
+
+use kube::Client;
+use kuberay_plugin_sdk::Kind;
+use tokio::{sync::watch, task::JoinSet};
+
+pub use self::config::OperatorConfig;
+use self::term::TermContext;
+use crate::{
+    controller,
+    kubernetes::WatchScope,
+    leadership::{self, Elector, Fence},
+    metrics::Metrics,
+    plugin_watch::DirWatch,
+    policy::Policy,
+    raybridge::RayBridge,
+    sandbox::{CallLimits, Sandbox, SandboxConfig},
+    server::{self, Health, Readiness},
+};
+
+/// Why the operator could not start or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum OperatorError {
+    /// The Kubernetes client could not be configured.
+    #[error("Kubernetes client configuration: {0}")]
+    Client(String),
+    /// The sandbox could not be set up.
+    #[error(transparent)]
+    Sandbox(#[from] crate::sandbox::registry::SandboxError),
+    /// The metrics or health endpoint could not listen on its address.
+    #[error("cannot listen on {addr} ({what}): {source}")]
+    Serve {
+        addr: SocketAddr,
+        what: &'static str,
+        source: std::io::Error,
+    },
+    /// The leader election's settings do not work together.
+    #[error(transparent)]
+    LeaderElection(#[from] leadership::ConfigError),
+}
+
+async fn kube_config(config: &OperatorConfig) -> Result<kube::Config, OperatorError> {
+    let kube_config = match &config.kubeconfig {
+        Some(path) => {
+            let kubeconfig = kube::config::Kubeconfig::read_from(path)
+                .map_err(|e| OperatorError::Client(e.to_string()))?;
+            kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
+                .await
+                .map_err(|e| OperatorError::Client(e.to_string()))?
+        }
+        // KUBECONFIG or ~/.kube/config, else in-cluster: KUBERNETES_SERVICE_HOST/PORT, the ServiceAccount's
+        // CA, and its token file, which kube re-reads (at least every minute) so a rotated token is used.
+        None => kube::Config::infer()
+            .await
+            .map_err(|e| OperatorError::Client(e.to_string()))?,
+    };
+    Ok(kube_config)
+}
+
+/// Runs the operator until `shutdown` resolves, then stops controllers (letting running reconciles finish)
+/// and returns.
+pub async fn run(
+    config: OperatorConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), OperatorError> {
+    run_with_metrics(config, Metrics::new(), shutdown).await
+}
+
+/// [`run`], recording into `metrics` (which the caller can read, as tests and embedders do).
+pub async fn run_with_metrics(
+    config: OperatorConfig,
+    metrics: Metrics,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), OperatorError> {
+    if let Some(election) = &config.leader_election {
+        election.validate()?;
+    }
+    let readiness = Arc::new(Readiness::new(config.leader_election.is_some()));
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut servers = serve_endpoints(&config, &metrics, &readiness, &stop_rx).await?;
+    let result = operate(config, metrics, readiness.clone(), shutdown).await;
+    readiness.set_loaded(false);
+    let _ = stop_tx.send(true);
+    while servers.join_next().await.is_some() {}
+    tracing::info!("operator stopped");
+    result
+}
+
+/// Binds the metrics and health addresses (failing on either) and serves them until `stop`.
+async fn serve_endpoints(
+    config: &OperatorConfig,
+    metrics: &Metrics,
+    readiness: &Arc<Readiness>,
+    stop: &watch::Receiver<bool>,
+) -> Result<JoinSet<()>, OperatorError> {
+    let health = Health {
+        metrics: metrics.clone(),
+        readiness: readiness.clone(),
+    };
+    let mut endpoints = vec![(config.metrics_addr, "--metrics-bind-address")];
+    if config.health_addr != config.metrics_addr {
+        endpoints.push((config.health_addr, "--health-probe-bind-address"));
+    }
+    let mut listeners = Vec::new();
+    for (addr, what) in endpoints {
+        let listener =
+            server::bind(addr)
+                .await
+                .map_err(|source| OperatorError::Serve { addr, what, source })?;
+        listeners.push((addr, listener));
+    }
+    let mut servers = JoinSet::new();
+    for (addr, listener) in listeners {
+        let served = server::serve(listener, health.clone(), stopped(stop.clone()));
+        servers.spawn(async move {
+            if let Err(source) = served.await {
+                tracing::error!(%addr, error = %source, "HTTP endpoint failed");
+            }
+        });
+    }
+    Ok(servers)
+}
+
+/// Everything but the endpoints: client, sandbox, plugins, and the terms.
+async fn operate(
+    config: OperatorConfig,
+    metrics: Metrics,
+    readiness: Arc<Readiness>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), OperatorError> {
+    let kube_config = kube_config(&config).await?;
+    let client = Client::try_from(kube_config.clone()).map_err(|e| OperatorError::Client(e.to_string()))?;
+    // Requests to Ray heads through the proxy must not be retried by the client: a 503 from the proxy is
+    // the answer ("no endpoints"), and retrying it would stall the reconcile for minutes.
+    let ray_client = {
+        let mut ray_config = kube_config;
+        ray_config.default_retry = false;
+        Client::try_from(ray_config).map_err(|e| OperatorError::Client(e.to_string()))?
+    };
+    let sandbox = sandbox(&config, &metrics)?;
+    let scope = if config.watch_namespaces.is_empty() {
+        WatchScope::All
+    } else {
+        WatchScope::Namespaces(config.watch_namespaces.clone())
+    };
+    tracing::info!(
+        plugins = %config.plugins_dir.display(), ?scope, concurrency = config.concurrency,
+        routing = ?config.routing.mode(), leader_election = config.leader_election.is_some(),
+        "operator starting"
+    );
+    let context = TermContext {
+        sandbox: sandbox.clone(),
+        ray: RayBridge::new(config.routing.heads(), ray_client),
+        client: client.clone(),
+        scope,
+        instance: config.instance.clone(),
+        metrics: metrics.clone(),
+        queue: controller::Queue {
+            concurrency: config.concurrency,
+            debounce: config.debounce,
+        },
+        readiness: readiness.clone(),
+    };
+
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    tokio::spawn(async move {
+        shutdown.await;
+        let _ = shutdown_tx.send(true);
+    });
+    // Watching starts before the first scan, so a plugin that lands in between is not missed.
+    let watch = config
+        .reload_interval
+        .map(|interval| (interval, DirWatch::new(&config.plugins_dir)));
+    let (kinds_tx, kinds_rx) = watch::channel(BTreeSet::new());
+    plugins::load(&sandbox, &config.plugins_dir, &kinds_tx).await;
+    readiness.set_loaded(true);
+    let reload = plugins::reload(sandbox, &config.plugins_dir, watch, &kinds_tx);
+    let terms = async {
+        match &config.leader_election {
+            None => {
+                let stop = stopped(shutdown_rx.clone());
+                readiness.set_leading(true);
+                term::run(&context, Fence::open(), kinds_rx, stop).await;
+            }
+            Some(election) => {
+                let elector = Elector::new(client, election.clone(), metrics.leadership.clone());
+                lead(&context, elector, kinds_rx, shutdown_rx.clone()).await;
+            }
+        }
+    };
+    tokio::select! {
+        () = terms => {}
+        () = reload => {}
+    }
+    Ok(())
+}
+
+fn sandbox(config: &OperatorConfig, metrics: &Metrics) -> Result<Arc<Sandbox>, OperatorError> {
+    Ok(Sandbox::new(
+        SandboxConfig {
+            cache_dir: config.cache_dir.clone(),
+            limits: CallLimits {
+                timeout: config.plugin_timeout,
+                memory_bytes: config.plugin_memory_bytes,
+                budget: config.plugin_budget,
+            },
+            policy: config
+                .policy
+                .clone()
+                .unwrap_or_else(|| Arc::new(Policy::builtin())),
+            // Reconciles are bounded by the concurrency; plugin loads during a rescan need a few more.
+            max_concurrent_calls: u32::from(config.concurrency) * 2 + 8,
+        },
+        metrics.clone(),
+    )?)
+}
+
+/// Stands by until this replica holds the Lease, runs a term while it does, and again after a loss; on
+/// shutdown, stops the term (renewing meanwhile) and releases the Lease.
+async fn lead(
+    context: &TermContext,
+    mut elector: Elector,
+    kinds: watch::Receiver<BTreeSet<Kind>>,
+    shutdown: watch::Receiver<bool>,
+) {
+    loop {
+        context.readiness.set_leading(false);
+        let fence = tokio::select! {
+            fence = elector.acquire() => fence,
+            () = stopped(shutdown.clone()) => return,
+        };
+        context.readiness.set_leading(true);
+        let (end_tx, end_rx) = watch::channel(false);
+        let running = term::run(context, fence.clone(), kinds.clone(), stopped(end_rx));
+        tokio::pin!(running);
+        let lost = tokio::select! {
+            () = &mut running => None,
+            lost = elector.hold(&fence) => Some(lost),
+            () = stopped(shutdown.clone()) => {
+                let _ = end_tx.send(true);
+                // Renewing while the reconciles finish keeps their writes inside the fence.
+                tokio::select! {
+                    () = &mut running => elector.release(&fence).await,
+                    lost = elector.hold(&fence) => {
+                        tracing::warn!(%lost, "lost the leadership while shutting down");
+                        context.readiness.set_leading(false);
+                        running.await;
+                    }
+                }
+                return;
+            }
+        };
+        context.readiness.set_leading(false);
+        if let Some(lost) = lost {
+            tracing::warn!(%lost, "stepping down: stopping the controllers; standing by again");
+        }
+        let _ = end_tx.send(true);
+        running.await;
+    }
+}
+
+/// Resolves once `stop` turns true.
+async fn stopped(mut stop: watch::Receiver<bool>) {
+    let _ = stop.wait_for(|s| *s).await;
+}

@@ -1,0 +1,129 @@
+//! The binary's start-up, without a cluster: flag checks of the leader election, fatal bind errors, and
+//! the log format on a pipe (JSON by default, text without escape codes on request).
+
+use std::{net::TcpListener, process::Output};
+
+fn operator(args: &[&str]) -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_kuberay-wasm"));
+    let plugins = std::env::temp_dir().join("kuberay-wasm-cli-test-no-plugins");
+    command
+        .arg("operator")
+        .arg("--plugins")
+        .arg(plugins)
+        .args(["--kubeconfig", "/nonexistent/kubeconfig", "--no-cache"])
+        .args(args)
+        .env_remove("POD_NAMESPACE")
+        .env_remove("RUST_LOG");
+    command
+}
+
+fn run(mut command: std::process::Command) -> (Output, String) {
+    let output = command.output().expect("running kuberay-wasm");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    (output, stderr)
+}
+
+fn free_ports() -> [String; 2] {
+    [(); 2].map(|()| {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().to_string()
+    })
+}
+
+#[test]
+fn leader_election_without_a_namespace_is_a_start_up_error() {
+    if std::path::Path::new(kuberay_wasm::leadership::SERVICE_ACCOUNT_NAMESPACE_FILE).exists() {
+        return; // In a Pod, the ServiceAccount's namespace is the default.
+    }
+    let (output, stderr) = run(operator(&["--enable-leader-election"]));
+    assert!(!output.status.success());
+    assert!(stderr.contains("--leader-election-namespace"), "{stderr}");
+    assert!(stderr.contains("POD_NAMESPACE"), "{stderr}");
+}
+
+#[test]
+fn a_renew_deadline_not_shorter_than_the_lease_is_refused() {
+    let (output, stderr) = run(operator(&[
+        "--enable-leader-election",
+        "--leader-election-namespace=ns",
+        "--leader-election-lease-duration=10s",
+        "--leader-election-renew-deadline=10s",
+    ]));
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("--leader-election-renew-deadline (10s) must be shorter than --leader-election-lease-duration (10s)"),
+        "{stderr}"
+    );
+    let (output, stderr) = run(operator(&[
+        "--enable-leader-election",
+        "--leader-election-lease-duration=soon",
+    ]));
+    assert!(!output.status.success());
+    assert!(stderr.contains("--leader-election-lease-duration"), "{stderr}");
+}
+
+#[test]
+fn an_address_in_use_is_fatal_and_named() {
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken_addr = taken.local_addr().unwrap().to_string();
+    let [free, _] = free_ports();
+    for (metrics, health, flag) in [
+        (&taken_addr, &free, "--metrics-bind-address"),
+        (&free, &taken_addr, "--health-probe-bind-address"),
+    ] {
+        let (output, stderr) = run(operator(&[
+            "--metrics-bind-address",
+            metrics,
+            "--health-probe-bind-address",
+            health,
+        ]));
+        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains(&format!("cannot listen on {taken_addr} ({flag})")),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
+fn logs_on_a_pipe_are_json_lines_by_default_and_text_on_request_without_escape_codes() {
+    let [metrics, health] = free_ports();
+    let addrs = [
+        "--metrics-bind-address",
+        &metrics,
+        "--health-probe-bind-address",
+        &health,
+    ];
+    // It serves its endpoints, then fails on the missing kubeconfig: both are logged.
+    let (output, stderr) = run(operator(&addrs));
+    assert!(!output.status.success());
+    assert!(!stderr.contains('\u{1b}'), "escape codes: {stderr:?}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert!(lines.len() >= 2, "{stderr}");
+    for line in &lines {
+        let record: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+        assert!(record["level"].is_string(), "{line}");
+    }
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("\"level\":\"ERROR\"") && l.contains("kubeconfig")),
+        "{stderr}"
+    );
+
+    let mut text = operator(&addrs);
+    text.args(["--log-format", "text"]);
+    let (output, stderr) = run(text);
+    assert!(!output.status.success());
+    assert!(!stderr.contains('\u{1b}'), "escape codes: {stderr:?}");
+    assert!(
+        stderr.contains(" INFO ") && stderr.contains("serving /metrics"),
+        "{stderr}"
+    );
+    assert!(
+        stderr
+            .lines()
+            .all(|l| serde_json::from_str::<serde_json::Value>(l).is_err())
+    );
+}
