@@ -37,6 +37,7 @@ async fn the_shipped_rbac_is_all_the_operator_needs() {
     let admin = env.client().await.unwrap();
     let deploy = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/kustomize");
     apply_cluster_manifest(&admin, &deploy.join("base/rbac.yaml")).await;
+    apply_cluster_manifest(&admin, &deploy.join("base/leader-election.yaml")).await;
     // Direct mode first, with rbac.yaml alone (a shared environment may hold the proxy binding of a
     // previous run).
     let bindings: Api<ClusterRoleBinding> = Api::all(admin.clone());
