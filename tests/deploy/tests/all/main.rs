@@ -2,7 +2,8 @@
 //! for values that make no sense (`chart.rs`, `bad_values.rs`), the kustomize overlays and their agreement
 //! with the chart (`kustomize.rs`), the documented permissions (`docs.rs`), and the rights a ServiceAccount
 //! really has once each is installed into the test environment's control plane (`install.rs`), and the
-//! installed chart's two operator replicas handing leadership over (`failover.rs`). Skipped
+//! installed chart's operator running in its Pods (`incluster.rs`): two replicas handing leadership over
+//! (`failover.rs`), and a RayJob in proxy routing with only that mode's rights (`proxy_rayjob.rs`). Skipped
 //! when `make deploy-tools` has not built helm and kustomize, unless `CI` is set.
 
 #![allow(
@@ -15,8 +16,10 @@ mod bad_values;
 mod chart;
 mod docs;
 mod failover;
+mod incluster;
 mod install;
 mod kustomize;
+mod proxy_rayjob;
 
 use kuberay_deploy_tests::Tools;
 
