@@ -11,6 +11,7 @@ TESTENV := target/debug/kuberay-testenv
 help:
 	@echo "make demo          start the local control plane and the operator, create a RayCluster with a real Ray head"
 	@echo "make test          install what is missing, then run formatting, lint and every test"
+	@echo "make demo-incluster  deploy the operator with its Helm chart into the local cluster, kill the leader, see the takeover"
 	@echo "make cluster       start the local Kubernetes control plane in the background (.local/kubeconfig)"
 	@echo "make cluster-down  stop the demo operator and the cluster, and remove their state"
 	@echo "make plugins       build the plugin components into .local/plugins"
@@ -150,9 +151,14 @@ scale: control-plane kuberay-operator plugins testenv
 
 ## The demo -----------------------------------------------------------------------------------------------
 
-.PHONY: demo
+.PHONY: demo demo-incluster
 demo: cluster plugins operator apiserver
 	@bash scripts/demo.sh
+
+# The operator deployed with its Helm chart (two replicas, leader election) and run in its Pods by the simulated
+# kubelet (the chart's image mapped to target/debug/kuberay-wasm); kills the leader and shows the takeover.
+demo-incluster: cluster plugins operator deploy-tools
+	@bash scripts/demo-incluster.sh
 
 ## Checks and tests ---------------------------------------------------------------------------------------
 
