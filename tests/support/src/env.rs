@@ -267,6 +267,20 @@ impl TestNamespace {
     }
 }
 
+/// The operator binary (`kuberay-wasm`) of the same build as the supervisor, for tests that run it as a
+/// mapped image.
+pub fn operator_binary() -> Result<PathBuf> {
+    let operator = supervisor_binary()?.with_file_name("kuberay-wasm");
+    if operator.is_file() {
+        Ok(operator)
+    } else {
+        Err(Error::Other(format!(
+            "{} is missing: build it with `cargo build -p kuberay-wasm`",
+            operator.display()
+        )))
+    }
+}
+
 /// `kuberay-testenv`, built next to the test binaries (`target/<profile>/kuberay-testenv`) unless
 /// `KUBERAY_TESTENV_BIN` names it.
 pub fn supervisor_binary() -> Result<PathBuf> {

@@ -30,6 +30,6 @@ pub mod stale;
 pub mod supervisor;
 pub mod workloads;
 
-pub use env::{TEST_NAMESPACE_LABEL, TestEnv, TestNamespace, supervisor_binary};
+pub use env::{TEST_NAMESPACE_LABEL, TestEnv, TestNamespace, operator_binary, supervisor_binary};
 pub use error::{Error, Result};
 pub use kubelet::HeadMode;

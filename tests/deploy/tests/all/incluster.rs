@@ -22,7 +22,7 @@ use kuberay_deploy_tests::{
 use kuberay_testenv::{
     TestEnv,
     images::{ImageMap, ImageSpec},
-    supervisor_binary,
+    operator_binary,
 };
 use serde_json::{Value, json};
 
@@ -41,15 +41,10 @@ pub struct Operator {
 }
 
 impl Operator {
-    /// Maps the chart's image (tagged `namespace`) and installs the chart into `namespace`, watching `watched`, with `values`
-    /// (`--set` arguments).
+    /// Maps the chart's image (tagged `namespace`) and installs the chart into `namespace`, watching
+    /// `watched`, with `values` (`--set` arguments).
     pub fn install(tools: &Tools, env: &TestEnv, namespace: &str, watched: &str, values: &[&str]) -> Self {
-        let operator = supervisor_binary()
-            .unwrap()
-            .parent()
-            .unwrap()
-            .join("kuberay-wasm");
-        assert!(operator.is_file(), "build it: cargo build -p kuberay-wasm");
+        let operator = operator_binary().unwrap();
         let plugins = plugins_dir(namespace);
         let spec = ImageSpec::new(&operator).with_path(IMAGE_PLUGINS, &plugins);
         let image = format!("{REPOSITORY}:{namespace}");

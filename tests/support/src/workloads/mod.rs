@@ -87,3 +87,17 @@ impl Workload {
         }
     }
 }
+
+/// The exit code once the process has ended (128 + the signal when a signal ended it).
+pub(crate) fn exit_code(child: &mut tokio::process::Child) -> Option<i32> {
+    use std::os::unix::process::ExitStatusExt;
+    match child.try_wait() {
+        Ok(Some(status)) => Some(
+            status
+                .code()
+                .unwrap_or_else(|| 128 + status.signal().unwrap_or(9)),
+        ),
+        Ok(None) => None,
+        Err(_) => Some(255),
+    }
+}

@@ -95,7 +95,7 @@ impl ProcessPod {
     /// (SIGTERM, then SIGKILL once the grace period is over).
     pub fn exited(&mut self) -> Option<i32> {
         for p in &mut self.processes {
-            if let Some(code) = exit_code(&mut p.child) {
+            if let Some(code) = super::exit_code(&mut p.child) {
                 tracing::info!(container = %p.name, code, "container process exited");
                 return Some(code);
             }
@@ -125,7 +125,7 @@ impl ProcessPod {
         loop {
             for p in &mut self.processes {
                 if !codes.iter().any(|(n, _)| *n == p.name)
-                    && let Some(code) = exit_code(&mut p.child)
+                    && let Some(code) = super::exit_code(&mut p.child)
                 {
                     codes.push((p.name.clone(), code));
                 }
@@ -146,19 +146,5 @@ impl ProcessPod {
 fn signal(child: &Child, signal: Signal) {
     if let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) {
         let _ = kill(Pid::from_raw(pid), signal);
-    }
-}
-
-/// The exit code once the process has ended (128 + the signal when a signal ended it).
-fn exit_code(child: &mut Child) -> Option<i32> {
-    use std::os::unix::process::ExitStatusExt;
-    match child.try_wait() {
-        Ok(Some(status)) => Some(
-            status
-                .code()
-                .unwrap_or_else(|| 128 + status.signal().unwrap_or(9)),
-        ),
-        Ok(None) => None,
-        Err(_) => Some(255),
     }
 }

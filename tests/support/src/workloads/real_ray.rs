@@ -93,16 +93,7 @@ impl RealRayHead {
 
     /// The exit code once the head process has ended (137 when it was killed).
     pub fn exited(&mut self) -> Option<i32> {
-        use std::os::unix::process::ExitStatusExt;
-        match self.child.try_wait() {
-            Ok(Some(status)) => Some(
-                status
-                    .code()
-                    .unwrap_or_else(|| 128 + status.signal().unwrap_or(9)),
-            ),
-            Ok(None) => None,
-            Err(_) => Some(255),
-        }
+        super::exit_code(&mut self.child)
     }
 
     /// Whether the dashboard answers `/api/gcs_healthz` with `success`, as KubeRay's head probe checks.

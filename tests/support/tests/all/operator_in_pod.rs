@@ -15,7 +15,7 @@ use kube::{
 };
 use kuberay_testenv::{
     images::{ImageMap, ImageSpec},
-    supervisor_binary,
+    operator_binary,
 };
 use serde_json::json;
 
@@ -37,12 +37,7 @@ fn plugins_dir() -> PathBuf {
 #[tokio::test]
 async fn the_operator_runs_in_a_pod_and_reconciles_a_raycluster() {
     let env = env().await;
-    let operator = supervisor_binary()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("kuberay-wasm");
-    assert!(operator.is_file(), "build it: cargo build -p kuberay-wasm");
+    let operator = operator_binary().unwrap();
     env.install_crds().await.unwrap();
     let plugins = plugins_dir();
     let spec = ImageSpec::new(&operator).with_path("/opt/kuberay-wasm/plugins", &plugins);
