@@ -4,13 +4,13 @@
 
 use std::{sync::Arc, time::Instant};
 
-use kube::{ResourceExt, api::DynamicObject, runtime::controller::Action};
+use kube::{ResourceExt, runtime::controller::Action};
 use serde_json::Value;
 use tracing::Instrument;
 
 use super::{KindContext, backoff, report};
 use crate::{
-    kubernetes::{strip_host_condition, to_json},
+    kubernetes::{compact::CachedObject, strip_host_condition, to_json},
     metrics::{ErrorLabels, KindLabels, ReconcileLabels},
     plugin_host::{PluginHost, Primary},
     sandbox::{CallFailure, Export, PluginSlot},
@@ -26,11 +26,11 @@ const MAX_REQUEUE: std::time::Duration = std::time::Duration::from_secs(24 * 360
 #[error("unreachable")]
 pub(crate) struct Never;
 
-pub(crate) fn error_policy(_object: Arc<DynamicObject>, _error: &Never, _ctx: Arc<KindContext>) -> Action {
+pub(crate) fn error_policy(_object: Arc<CachedObject>, _error: &Never, _ctx: Arc<KindContext>) -> Action {
     Action::requeue(backoff::delay(1))
 }
 
-pub(crate) async fn reconcile(object: Arc<DynamicObject>, ctx: Arc<KindContext>) -> Result<Action, Never> {
+pub(crate) async fn reconcile(object: Arc<CachedObject>, ctx: Arc<KindContext>) -> Result<Action, Never> {
     let namespace = object.namespace().unwrap_or_default();
     let name = object.name_any();
     let span = tracing::info_span!("reconcile", kind = %ctx.kind.kind, %namespace, %name);
@@ -39,7 +39,7 @@ pub(crate) async fn reconcile(object: Arc<DynamicObject>, ctx: Arc<KindContext>)
         .await)
 }
 
-async fn reconcile_one(object: &DynamicObject, ctx: &KindContext, namespace: &str, name: &str) -> Action {
+async fn reconcile_one(object: &CachedObject, ctx: &KindContext, namespace: &str, name: &str) -> Action {
     let shared = &ctx.shared;
     let plugins = shared.sandbox.plugins().len();
     let Some(_permit) = shared.permits.acquire(&ctx.kind.to_string(), plugins).await else {

@@ -12,7 +12,7 @@ use kuberay_plugin_sdk::Kind;
 use serde_json::{Value, json};
 
 use super::Shared;
-use crate::kubernetes::HOST_FIELD_MANAGER;
+use crate::kubernetes::{HOST_FIELD_MANAGER, compact::CachedObject};
 
 use crate::kubernetes::HOST_CONDITION as CONDITION;
 
@@ -41,7 +41,7 @@ pub(crate) async fn failure(
     shared: &Shared,
     kind: &Kind,
     plugin: &str,
-    object: &DynamicObject,
+    object: &CachedObject,
     reason: &str,
     message: &str,
     attempt: u32,

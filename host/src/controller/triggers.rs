@@ -10,42 +10,38 @@ use std::{
 
 use futures::{Stream, StreamExt, stream};
 use kube::{
-    api::{DynamicObject, ObjectMeta},
+    api::ObjectMeta,
     runtime::{reflector::Store, watcher},
 };
 use tokio::sync::mpsc::UnboundedReceiver;
 
-type Changes = Result<DynamicObject, watcher::Error>;
+use crate::kubernetes::compact::CachedObject;
 
-fn receiver_stream(
-    rx: UnboundedReceiver<Arc<DynamicObject>>,
-) -> impl Stream<Item = Arc<DynamicObject>> + Send {
+type Changes = Result<CachedObject, watcher::Error>;
+
+fn receiver_stream(rx: UnboundedReceiver<Arc<CachedObject>>) -> impl Stream<Item = Arc<CachedObject>> + Send {
     stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|o| (o, rx)) })
 }
 
 /// What kube-runtime needs of a changed object to find the reconcile it queues: its name and namespace (for
 /// the reconciled kind) and its owner references (for owned kinds). Passing this instead of a copy of the
 /// whole object keeps a watch event's cost independent of the object's size.
-fn trigger(object: &DynamicObject) -> DynamicObject {
+fn trigger(object: &CachedObject) -> CachedObject {
     let meta = &object.metadata;
-    DynamicObject {
-        types: None,
-        metadata: ObjectMeta {
-            name: meta.name.clone(),
-            namespace: meta.namespace.clone(),
-            uid: meta.uid.clone(),
-            owner_references: meta.owner_references.clone(),
-            ..ObjectMeta::default()
-        },
-        data: serde_json::Value::Null,
-    }
+    CachedObject::from_metadata(ObjectMeta {
+        name: meta.name.clone(),
+        namespace: meta.namespace.clone(),
+        uid: meta.uid.clone(),
+        owner_references: meta.owner_references.clone(),
+        ..ObjectMeta::default()
+    })
 }
 
-pub(crate) fn all_changes(rx: UnboundedReceiver<Arc<DynamicObject>>) -> impl Stream<Item = Changes> + Send {
+pub(crate) fn all_changes(rx: UnboundedReceiver<Arc<CachedObject>>) -> impl Stream<Item = Changes> + Send {
     receiver_stream(rx).map(|o| Ok(trigger(&o)))
 }
 
-fn fingerprint(object: &DynamicObject) -> u64 {
+fn fingerprint(object: &CachedObject) -> u64 {
     let meta = &object.metadata;
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     meta.generation.hash(&mut hasher);
@@ -60,14 +56,14 @@ fn fingerprint(object: &DynamicObject) -> u64 {
 /// the map has grown to twice the cache's size (and at least [`PRUNE_FLOOR`] entries).
 struct Seen {
     prints: HashMap<String, u64>,
-    store: Store<DynamicObject>,
+    store: Store<CachedObject>,
 }
 
 const PRUNE_FLOOR: usize = 1024;
 
 impl Seen {
     /// Records `object`'s fingerprint; whether it changed.
-    fn changed(&mut self, object: &DynamicObject) -> bool {
+    fn changed(&mut self, object: &CachedObject) -> bool {
         let uid = object.metadata.uid.clone().unwrap_or_default();
         let print = fingerprint(object);
         let changed = self.prints.insert(uid, print) != Some(print);
@@ -91,8 +87,8 @@ impl Seen {
 
 /// Changes of the reconciled kind (whose cache is `store`) that should queue a reconcile.
 pub(crate) fn primary_changes(
-    rx: UnboundedReceiver<Arc<DynamicObject>>,
-    store: Store<DynamicObject>,
+    rx: UnboundedReceiver<Arc<CachedObject>>,
+    store: Store<CachedObject>,
 ) -> impl Stream<Item = Changes> + Send {
     let mut seen = Seen {
         prints: HashMap::new(),

@@ -1,7 +1,8 @@
 //! Watch caches: one reflector per kind and watched namespace (or one for all namespaces), shared by every
 //! plugin that reads or owns that kind. Each also fans its events out to the controllers that want them.
-//! `managedFields` are dropped from cached objects; they are large and no plugin needs them. Each cache has a
-//! label index (`index`), so that a list by selector does not walk the whole cache.
+//! Objects are kept in their compact form (`compact`: typed metadata, the rest as JSON text, no
+//! `managedFields`). Each cache has a label index (`index`), so that a list by selector does not walk the
+//! whole cache.
 
 use std::{
     collections::HashMap,
@@ -11,7 +12,7 @@ use std::{
 use futures::StreamExt;
 use kube::{
     Api, Client,
-    api::{ApiResource, DynamicObject},
+    api::ApiResource,
     runtime::{
         WatchStreamExt,
         reflector::{self, ObjectRef, Store},
@@ -22,6 +23,7 @@ use kuberay_plugin_sdk::{Kind, selector::Selector};
 use tokio::{sync::mpsc, task::JoinHandle};
 
 use super::{
+    compact::CachedObject,
     discovery::Resolved,
     index::LabelIndex,
     overlay::{Key, Overlay},
@@ -52,10 +54,10 @@ impl WatchScope {
     }
 }
 
-type Subscribers = Arc<Mutex<Vec<mpsc::UnboundedSender<Arc<DynamicObject>>>>>;
+type Subscribers = Arc<Mutex<Vec<mpsc::UnboundedSender<Arc<CachedObject>>>>>;
 
 struct Entry {
-    store: Store<DynamicObject>,
+    store: Store<CachedObject>,
     index: Arc<LabelIndex>,
     resource: ApiResource,
     subscribers: Subscribers,
@@ -92,7 +94,7 @@ impl Caches {
             if entries.contains_key(&key) {
                 continue;
             }
-            let api: Api<DynamicObject> = match (&scope, resolved.namespaced) {
+            let api: Api<CachedObject> = match (&scope, resolved.namespaced) {
                 (Some(ns), true) => Api::namespaced_with(self.client.clone(), ns, &resolved.resource),
                 _ => Api::all_with(self.client.clone(), &resolved.resource),
             };
@@ -131,7 +133,7 @@ impl Caches {
 
     /// The object of `kind` named `name` in `namespace` as the cache has it; `None` if the kind is not
     /// watched, `Some(None)` if the cache has no such object.
-    pub(crate) fn get(&self, kind: &Kind, namespace: &str, name: &str) -> Option<Option<Arc<DynamicObject>>> {
+    pub(crate) fn get(&self, kind: &Kind, namespace: &str, name: &str) -> Option<Option<Arc<CachedObject>>> {
         let (store, resource) = {
             let entries = self.lock();
             let entry = entries.get(&(kind.clone(), self.scope.scope_of(namespace)))?;
@@ -148,7 +150,7 @@ impl Caches {
         kind: &Kind,
         namespace: &str,
         selector: &Selector,
-    ) -> Option<Vec<Arc<DynamicObject>>> {
+    ) -> Option<Vec<Arc<CachedObject>>> {
         let (store, index, resource) = {
             let entries = self.lock();
             let entry = entries.get(&(kind.clone(), self.scope.scope_of(namespace)))?;
@@ -161,7 +163,7 @@ impl Caches {
     }
 
     /// The store of one scope (`None` = all namespaces).
-    pub(crate) fn scope_store(&self, kind: &Kind, scope: &Option<String>) -> Option<Store<DynamicObject>> {
+    pub(crate) fn scope_store(&self, kind: &Kind, scope: &Option<String>) -> Option<Store<CachedObject>> {
         self.lock()
             .get(&(kind.clone(), scope.clone()))
             .map(|e| e.store.clone())
@@ -174,7 +176,7 @@ impl Caches {
         &self,
         kind: &Kind,
         scope: &Option<String>,
-    ) -> mpsc::UnboundedReceiver<Arc<DynamicObject>> {
+    ) -> mpsc::UnboundedReceiver<Arc<CachedObject>> {
         let (tx, rx) = mpsc::unbounded_channel();
         if let Some(entry) = self.lock().get(&(kind.clone(), scope.clone())) {
             entry
@@ -191,7 +193,7 @@ impl Caches {
 
     /// Waits until every cache has listed its objects once.
     pub(crate) async fn wait_ready(&self) {
-        let stores: Vec<Store<DynamicObject>> = self.lock().values().map(|e| e.store.clone()).collect();
+        let stores: Vec<Store<CachedObject>> = self.lock().values().map(|e| e.store.clone()).collect();
         for store in stores {
             wait_synced(&store).await;
         }
@@ -211,7 +213,7 @@ impl Caches {
 }
 
 /// Whether a store has listed its objects once.
-pub(crate) fn is_synced(store: &Store<DynamicObject>) -> bool {
+pub(crate) fn is_synced(store: &Store<CachedObject>) -> bool {
     use futures::FutureExt;
     matches!(store.wait_until_ready().now_or_never(), Some(Ok(())))
 }
@@ -219,7 +221,7 @@ pub(crate) fn is_synced(store: &Store<DynamicObject>) -> bool {
 /// Waits until a store has listed its objects once. This polls rather than awaiting
 /// `Store::wait_until_ready`, which wakes only the most recent of several waiters, and several controllers
 /// (and the readiness probe) wait on the same stores.
-pub(crate) async fn wait_synced(store: &Store<DynamicObject>) {
+pub(crate) async fn wait_synced(store: &Store<CachedObject>) {
     while !is_synced(store) {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
@@ -238,11 +240,9 @@ struct Watched {
 /// Follows one watch: applies each event to the store and the label index together (a list never sees
 /// one without the other), tells the overlay, then hands the object to the controllers. A changed object
 /// is handed on as the store holds it, not copied.
-async fn follow(api: Api<DynamicObject>, mut writer: reflector::store::Writer<DynamicObject>, w: Watched) {
+async fn follow(api: Api<CachedObject>, mut writer: reflector::store::Writer<CachedObject>, w: Watched) {
     let store = writer.as_reader();
-    let stream = watcher(api, watcher::Config::default())
-        .default_backoff()
-        .modify(|o| o.metadata.managed_fields = None);
+    let stream = watcher(api, watcher::Config::default()).default_backoff();
     let mut stream = std::pin::pin!(stream);
     while let Some(event) = stream.next().await {
         let event = match event {
@@ -274,7 +274,7 @@ async fn follow(api: Api<DynamicObject>, mut writer: reflector::store::Writer<Dy
     }
 }
 
-fn broadcast(subscribers: &Subscribers, object: Arc<DynamicObject>) {
+fn broadcast(subscribers: &Subscribers, object: Arc<CachedObject>) {
     subscribers
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -14,8 +14,10 @@ use std::{
     sync::{Arc, Mutex},
 };
 
-use kube::{api::DynamicObject, runtime::watcher::Event};
+use kube::runtime::watcher::Event;
 use kuberay_plugin_sdk::selector::Selector;
+
+use super::compact::CachedObject;
 
 type LabelKey = (String, String, String);
 type ObjectKey = (String, String);
@@ -28,13 +30,13 @@ struct Index {
     labels_of: HashMap<ObjectKey, Vec<(String, String)>>,
 }
 
-fn object_key(object: &DynamicObject) -> Option<ObjectKey> {
+fn object_key(object: &CachedObject) -> Option<ObjectKey> {
     let meta = &object.metadata;
     Some((meta.namespace.clone().unwrap_or_default(), meta.name.clone()?))
 }
 
 impl Index {
-    fn insert(&mut self, object: &DynamicObject) {
+    fn insert(&mut self, object: &CachedObject) {
         let Some(key) = object_key(object) else {
             return;
         };
@@ -113,7 +115,7 @@ pub(crate) struct LabelIndex {
 impl LabelIndex {
     /// Follows one watch event: `update_store` applies it to the cache's store while the index is locked,
     /// so that a [`select`](Self::select) sees both before or both after.
-    pub(crate) fn apply(&self, event: &Event<DynamicObject>, update_store: impl FnOnce()) {
+    pub(crate) fn apply(&self, event: &Event<CachedObject>, update_store: impl FnOnce()) {
         let mut live = lock(&self.live);
         update_store();
         match event {
@@ -143,8 +145,8 @@ impl LabelIndex {
         &self,
         namespace: &str,
         selector: &Selector,
-        get: impl Fn(&str) -> Option<Arc<DynamicObject>>,
-    ) -> Vec<Arc<DynamicObject>> {
+        get: impl Fn(&str) -> Option<Arc<CachedObject>>,
+    ) -> Vec<Arc<CachedObject>> {
         let no_labels = Default::default();
         let live = lock(&self.live);
         live.candidates(namespace, selector)
@@ -165,22 +167,18 @@ mod tests {
 
     use super::*;
 
-    fn object(namespace: &str, name: &str, labels: &[(&str, &str)]) -> DynamicObject {
-        DynamicObject {
-            types: None,
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                namespace: Some(namespace.into()),
-                labels: Some(
-                    labels
-                        .iter()
-                        .map(|(k, v)| (k.to_string(), v.to_string()))
-                        .collect(),
-                ),
-                ..ObjectMeta::default()
-            },
-            data: serde_json::Value::Null,
-        }
+    fn object(namespace: &str, name: &str, labels: &[(&str, &str)]) -> CachedObject {
+        CachedObject::from_metadata(ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some(namespace.into()),
+            labels: Some(
+                labels
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            ),
+            ..ObjectMeta::default()
+        })
     }
 
     fn selector(text: &str) -> Selector {
@@ -195,7 +193,7 @@ mod tests {
             .collect()
     }
 
-    fn apply(index: &LabelIndex, event: Event<DynamicObject>) {
+    fn apply(index: &LabelIndex, event: Event<CachedObject>) {
         index.apply(&event, || {});
     }
 

@@ -8,6 +8,7 @@
 //! (`names`).
 
 mod cache;
+pub(crate) mod compact;
 mod discovery;
 pub(crate) mod errors;
 mod events;
@@ -22,15 +23,13 @@ use std::sync::Arc;
 
 pub(crate) use cache::{Caches, WatchScope, wait_synced};
 pub(crate) use discovery::{Discovery, Resolved};
-use kube::{
-    Api, Client,
-    api::{DynamicObject, ListParams},
-};
+use kube::{Api, Client, api::ListParams};
 use kuberay_plugin_sdk::{HostError, Kind, selector::Selector};
 use kuberay_rayhead::ObjectLookup;
 use serde_json::Value;
 
 use self::{
+    compact::CachedObject,
     events::EventRecorders,
     overlay::{Key, Overlay},
     unchanged::LastApplied,
@@ -122,10 +121,10 @@ impl KubeBridge {
             name: name.to_string(),
         };
         let cached = match self.caches.get(kind, namespace, name) {
-            Some(cached) => cached.map(|o| to_json(&o)).transpose()?,
+            Some(cached) => cached.map(|o| to_json(&*o)).transpose()?,
             None => {
                 let resolved = self.discovery.resolve(kind).await?;
-                let api: Api<DynamicObject> =
+                let api: Api<CachedObject> =
                     Api::namespaced_with(self.client.clone(), namespace, &resolved.resource);
                 api.get_opt(name)
                     .await
@@ -149,11 +148,11 @@ impl KubeBridge {
         let cached = match self.caches.select(kind, namespace, &selector) {
             Some(selected) => selected
                 .iter()
-                .map(|o| to_json(o))
+                .map(|o| to_json(&**o))
                 .collect::<HostResult<Vec<Value>>>()?,
             None => {
                 let resolved = self.discovery.resolve(kind).await?;
-                let api: Api<DynamicObject> =
+                let api: Api<CachedObject> =
                     Api::namespaced_with(self.client.clone(), namespace, &resolved.resource);
                 let list = api
                     .list(&ListParams::default().labels(label_selector))
@@ -194,6 +193,7 @@ impl ObjectLookup for KubeBridge {
     }
 }
 
-pub(crate) fn to_json(object: &DynamicObject) -> HostResult<Value> {
-    serde_json::to_value(object).map_err(|e| HostError::Internal(format!("serializing a cached object: {e}")))
+/// An object (cached, read or returned by a write) as the JSON plugins see.
+pub(crate) fn to_json(object: &impl serde::Serialize) -> HostResult<Value> {
+    serde_json::to_value(object).map_err(|e| HostError::Internal(format!("serializing an object: {e}")))
 }

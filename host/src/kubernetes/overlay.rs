@@ -9,9 +9,11 @@ use std::{
     time::{Duration, Instant},
 };
 
-use kube::api::{DynamicObject, ObjectMeta};
+use kube::api::ObjectMeta;
 use kuberay_plugin_sdk::{Kind, selector::Selector};
 use serde_json::Value;
+
+use super::compact::CachedObject;
 
 const RETENTION: Duration = Duration::from_secs(60);
 /// Entries kept at most; past this, expired entries are dropped and then the oldest.
@@ -175,7 +177,7 @@ fn resolve(entry: &Entry, cached: Option<&CachedMeta>) -> (bool, View) {
     }
 }
 
-fn selects(selector: &Selector, object: &DynamicObject) -> bool {
+fn selects(selector: &Selector, object: &CachedObject) -> bool {
     selector.matches(object.metadata.labels.as_ref().unwrap_or(&Default::default()))
 }
 
@@ -268,7 +270,7 @@ impl Overlay {
         namespace: &str,
         listed: Vec<Value>,
         selector: &Selector,
-        cached: impl Fn(&str) -> Option<Arc<DynamicObject>>,
+        cached: impl Fn(&str) -> Option<Arc<CachedObject>>,
     ) -> Vec<Value> {
         let mut entries = self.lock();
         let group_key = (kind.clone(), namespace.to_string());
@@ -292,7 +294,7 @@ impl Overlay {
             match (view, written(entry)) {
                 (View::Cached, _) => {
                     if let Some(object) = unlisted.filter(|o| selects(selector, o))
-                        && let Ok(object) = serde_json::to_value(&*object)
+                        && let Ok(object) = object.to_value()
                     {
                         by_name.insert(name.clone(), object);
                     }
@@ -338,7 +340,7 @@ mod tests {
         json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "uid": uid, "resourceVersion": rv, "labels": {"app": "x"}}})
     }
 
-    fn dynamic(object: Value) -> Arc<DynamicObject> {
+    fn cached(object: Value) -> Arc<CachedObject> {
         Arc::new(serde_json::from_value(object).unwrap())
     }
 
@@ -464,7 +466,7 @@ mod tests {
     fn a_list_that_does_not_select_an_object_keeps_its_pending_deletion() {
         let overlay = Overlay::default();
         overlay.record_delete(key("a"), Some("u1".into()));
-        let still_cached = |name: &str| (name == "a").then(|| dynamic(pod("a", "u1", "5")));
+        let still_cached = |name: &str| (name == "a").then(|| cached(pod("a", "u1", "5")));
         let other = Selector::parse("app=y").unwrap_or_default();
         let listed = overlay.merge_list(&Kind::new("", "v1", "Pod"), "ns", vec![], &other, still_cached);
         assert!(listed.is_empty());
@@ -503,7 +505,7 @@ mod tests {
         overlay.record_write(key("c"), pod("c", "u3", "10"));
         let kind = Kind::new("", "v1", "Pod");
         let mine = Selector::parse("app=x").unwrap_or_default();
-        let cache = |name: &str| (name == "c").then(|| dynamic(pod("c", "u3", "11")));
+        let cache = |name: &str| (name == "c").then(|| cached(pod("c", "u3", "11")));
         let listed = overlay.merge_list(&kind, "ns", vec![], &mine, cache);
         assert_eq!(listed, vec![pod("c", "u3", "11")]);
         assert_eq!(overlay.len(), 0);
