@@ -74,7 +74,11 @@ async fn main() -> Result<()> {
     use tracing_subscriber::prelude::*;
     tracing_subscriber::registry()
         .with(tracing_subscriber::EnvFilter::new(filter))
-        .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+                .with_writer(std::io::stderr),
+        )
         .init();
     // The audit opt-in is read by the environment's supervisor, a child: make sure it inherits it.
     if std::env::var_os(AUDIT_GROUPS_ENV).is_none() {
@@ -298,6 +302,12 @@ async fn run_one(
         "run"
     );
 
+    // The control plane's own processes: the supervisor (which runs the simulated kubelet), etcd, the API
+    // server and the controller-manager; the operator competes with them for the same cores.
+    let plane: Vec<u32> = std::iter::once(ctx.env.info().supervisor_pid)
+        .chain(ctx.env.info().component_pids.iter().copied())
+        .collect();
+    let plane_start = procfs::cpu_ticks_of(&plane);
     let audit_start = ctx.audit_log.as_deref().map(audit::mark);
     let started = Instant::now();
     let proxy = workload == Workload::RayJobs;
@@ -316,6 +326,7 @@ async fn run_one(
     };
     let ticks = procfs::clock_ticks_per_second();
     let at_done = sampler.latest(op.pid);
+    let plane_done = procfs::cpu_ticks_of(&plane);
     let audit_done = ctx.audit_log.as_deref().map(audit::mark);
     let steady = match workload {
         Workload::RayClusters => Duration::from_secs(ctx.args.steady_secs),
@@ -362,6 +373,7 @@ async fn run_one(
         per_minute: n as f64 * 60.0 / done_s,
         failed: timing.failed,
         cpu_bringup_s: at_done.cpu_ticks as f64 / ticks,
+        control_plane_cpu_bringup_s: plane_done.saturating_sub(plane_start) as f64 / ticks,
         cpu_steady_s: at_end.cpu_ticks.saturating_sub(at_steady.cpu_ticks) as f64 / ticks,
         steady_s: steady.as_secs_f64(),
         peak_rss_mib: at_end.peak_rss_kib as f64 / 1024.0,

@@ -44,6 +44,14 @@ pub fn sample(pid: u32) -> Option<ProcSample> {
     })
 }
 
+/// CPU ticks of several processes together (those that have exited count as zero).
+pub fn cpu_ticks_of(pids: &[u32]) -> u64 {
+    pids.iter()
+        .filter_map(|pid| sample(*pid))
+        .map(|s| s.cpu_ticks)
+        .sum()
+}
+
 /// Clock ticks per second (`getconf CLK_TCK`), 100 on every Linux this runs on.
 pub fn clock_ticks_per_second() -> f64 {
     std::process::Command::new("getconf")

@@ -17,6 +17,9 @@ pub struct RunResult {
     pub per_minute: f64,
     pub failed: usize,
     pub cpu_bringup_s: f64,
+    /// CPU of the control plane (API server, etcd, controller-manager, simulated kubelet) over the same
+    /// window: what the operator's requests and the objects it creates cost the cluster.
+    pub control_plane_cpu_bringup_s: f64,
     pub cpu_steady_s: f64,
     pub steady_s: f64,
     pub peak_rss_mib: f64,
@@ -58,7 +61,14 @@ const RAYCLUSTER_ROWS: &[Row] = &[
     ("CPU per minute in steady state (s)", |r| {
         Some(r.cpu_steady_s * 60.0 / r.steady_s)
     }),
+    ("control-plane CPU, start-up and bring-up (s)", |r| {
+        Some(r.control_plane_cpu_bringup_s)
+    }),
     ("peak RSS (MiB)", |r| Some(r.peak_rss_mib)),
+    ("API writes per cluster, bring-up and the 5 s after", |r| {
+        let writes = r.requests_bringup.as_ref()?.writes + r.requests_settle.as_ref()?.writes;
+        Some(writes as f64 / r.n as f64)
+    }),
     ("API requests, start-up and bring-up", |r| {
         r.requests_bringup.as_ref().map(|c| c.total as f64)
     }),

@@ -160,7 +160,11 @@ fn init_tracing(log: Option<&std::path::Path>, to_stderr: bool) -> anyhow::Resul
         }
         None => None,
     };
-    let stderr_layer = to_stderr.then(|| fmt::layer().with_writer(std::io::stderr));
+    let stderr_layer = to_stderr.then(|| {
+        fmt::layer()
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .with_writer(std::io::stderr)
+    });
     tracing_subscriber::registry()
         .with(filter)
         .with(file_layer)
