@@ -1,6 +1,6 @@
-//! The Kubernetes bridge, shared by every reconcile: discovery, the watch caches, plugins' recent writes
-//! merged into what they read (`overlay`), the last applied intents that let a write that would change
-//! nothing be skipped (`unchanged`), and the event recorders. It also holds the rules the plugin host
+//! The Kubernetes bridge, shared by every reconcile: discovery, the watch caches (their objects in a compact
+//! form, `compact`), plugins' recent writes merged into what they read (`overlay`), the last applied
+//! intents that let a write that would change nothing be skipped (`unchanged`), and the event recorders. It also holds the rules the plugin host
 //! (`crate::plugin_host`) applies to a plugin's writes: a controller owner reference on everything it
 //! creates and nothing else tying it to other objects, no adoption of objects its object does not control
 //! (`ownership`) except a label-only apply of policy-listed keys on an object it controls through an
