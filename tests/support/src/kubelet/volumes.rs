@@ -11,8 +11,9 @@ use std::{
     time::Duration,
 };
 
-use k8s_openapi::api::core::v1::{
-    ConfigMap, DownwardAPIVolumeFile, KeyToPath, Pod, Secret, Volume, VolumeProjection,
+use k8s_openapi::{
+    NamespaceResourceScope,
+    api::core::v1::{ConfigMap, DownwardAPIVolumeFile, KeyToPath, Pod, Secret, Volume, VolumeProjection},
 };
 use kube::{Api, Client, ResourceExt};
 use tokio::task::JoinHandle;
@@ -209,33 +210,51 @@ fn select(
         .collect()
 }
 
+/// The keys and values of the ConfigMap or Secret `name` in the Pod's namespace (`what` names the kind in
+/// errors); an empty map if it is missing and `optional`.
+async fn keyed_data<K>(
+    client: &Client,
+    pod: &Pod,
+    name: &str,
+    optional: bool,
+    what: &str,
+    data: impl FnOnce(K) -> BTreeMap<String, Vec<u8>>,
+) -> Result<BTreeMap<String, Vec<u8>>, String>
+where
+    K: kube::Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    let api: Api<K> = Api::namespaced(client.clone(), &pod.namespace().unwrap_or_default());
+    match api.get_opt(name).await {
+        Ok(Some(object)) => Ok(data(object)),
+        Ok(None) if optional => Ok(BTreeMap::new()),
+        Ok(None) => Err(format!("{what} {name:?} not found")),
+        Err(e) => Err(format!("reading {what} {name:?}: {e}")),
+    }
+}
+
 async fn config_map_data(
     client: &Client,
     pod: &Pod,
     name: &str,
     optional: bool,
 ) -> Result<BTreeMap<String, Vec<u8>>, String> {
-    let api: Api<ConfigMap> = Api::namespaced(client.clone(), &pod.namespace().unwrap_or_default());
-    match api.get_opt(name).await {
-        Ok(Some(cm)) => {
-            let mut data: BTreeMap<String, Vec<u8>> = cm
-                .data
-                .unwrap_or_default()
-                .into_iter()
-                .map(|(k, v)| (k, v.into_bytes()))
-                .collect();
-            data.extend(
-                cm.binary_data
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|(k, v)| (k, v.0)),
-            );
-            Ok(data)
-        }
-        Ok(None) if optional => Ok(BTreeMap::new()),
-        Ok(None) => Err(format!("configmap {name:?} not found")),
-        Err(e) => Err(format!("reading configmap {name:?}: {e}")),
-    }
+    keyed_data(client, pod, name, optional, "configmap", |cm: ConfigMap| {
+        let text = cm
+            .data
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| (k, v.into_bytes()));
+        let binary = cm
+            .binary_data
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| (k, v.0));
+        text.chain(binary).collect()
+    })
+    .await
 }
 
 async fn secret_data(
@@ -244,28 +263,16 @@ async fn secret_data(
     name: &str,
     optional: bool,
 ) -> Result<BTreeMap<String, Vec<u8>>, String> {
-    let api: Api<Secret> = Api::namespaced(client.clone(), &pod.namespace().unwrap_or_default());
-    match api.get_opt(name).await {
-        Ok(Some(secret)) => {
-            let mut data: BTreeMap<String, Vec<u8>> = secret
-                .data
-                .unwrap_or_default()
-                .into_iter()
-                .map(|(k, v)| (k, v.0))
-                .collect();
-            data.extend(
-                secret
-                    .string_data
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|(k, v)| (k, v.into_bytes())),
-            );
-            Ok(data)
-        }
-        Ok(None) if optional => Ok(BTreeMap::new()),
-        Ok(None) => Err(format!("secret {name:?} not found")),
-        Err(e) => Err(format!("reading secret {name:?}: {e}")),
-    }
+    keyed_data(client, pod, name, optional, "secret", |secret: Secret| {
+        let binary = secret.data.unwrap_or_default().into_iter().map(|(k, v)| (k, v.0));
+        let text = secret
+            .string_data
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| (k, v.into_bytes()));
+        binary.chain(text).collect()
+    })
+    .await
 }
 
 fn downward_files(
