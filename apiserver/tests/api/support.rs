@@ -2,14 +2,12 @@
 //! user role), a kubeconfig of the server's own ServiceAccount (which holds nothing but reviews and
 //! impersonation), servers started in this test's runtime, users with tokens, and a small REST client.
 
-use std::{
-    path::{Path, PathBuf},
-    time::Duration,
-};
+use std::path::{Path, PathBuf};
 
 use k8s_openapi::api::rbac::v1::RoleBinding;
 use kube::{Api, Client, api::PostParams};
 use kuberay_apiserver::{config::Config, server};
+pub use kuberay_testenv::fixtures::eventually;
 use kuberay_testenv::{HeadMode, TestEnv, TestNamespace};
 use serde_json::{Value, json};
 use tokio::sync::{OnceCell, oneshot};
@@ -249,25 +247,6 @@ impl Rest {
 pub fn expect(answer: (u16, Value), status: u16) -> Value {
     assert_eq!(answer.0, status, "unexpected answer: {}", answer.1);
     answer.1
-}
-
-/// Polls `check` until it returns `Some`, failing the test after `timeout`.
-pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
 }
 
 /// A compute template of `cpu` cores and 1 GiB (small enough for the simulated node).

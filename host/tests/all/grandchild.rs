@@ -8,11 +8,12 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{Api, Patch, PatchParams};
+use kuberay_testenv::fixtures::small_cluster;
 use serde_json::{Value, json};
 
 use crate::{
     containment::{chaos_api, install_chaos_crd_for_tests},
-    identity::{create_chaos, refusal, small_cluster},
+    identity::{create_chaos, refusal},
     support::{
         OperatorOptions, env, eventually, logged, namespace, policy_with, rayclusters, ready_cluster,
         start_operator,

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent, Secret, Service};
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
-use kuberay_testenv::proxy_http::ProxyHttp;
+use kuberay_testenv::{fixtures::small_cluster, proxy_http::ProxyHttp};
 use serde_json::{Value, json};
 
 use crate::{
@@ -18,16 +18,6 @@ use crate::{
         OperatorOptions, env, eventually, logged, namespace, rayclusters, ready_cluster, start_operator,
     },
 };
-
-pub fn small_cluster() -> Value {
-    json!({
-        "rayVersion": "2.52.0",
-        "headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [{
-            "name": "ray-head", "image": "rayproject/ray:2.52.0",
-            "ports": [{"name": "gcs-server", "containerPort": 6379}, {"name": "dashboard", "containerPort": 8265}],
-        }]}}},
-    })
-}
 
 pub async fn create_chaos(api: &Api<DynamicObject>, name: &str, spec: Value) {
     let object: DynamicObject = serde_json::from_value(json!({

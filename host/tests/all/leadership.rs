@@ -9,15 +9,12 @@ use k8s_openapi::{
     api::coordination::v1::Lease, apimachinery::pkg::apis::meta::v1::MicroTime, jiff::Timestamp,
 };
 use kube::{Api, api::PostParams};
-use kuberay_testenv::{TestNamespace, workloads::real_ray::http_get};
+use kuberay_testenv::{TestNamespace, fixtures::small_cluster, workloads::real_ray::http_get};
 use kuberay_wasm::leadership::{LeaderElection, unique_identity};
 use serde_json::json;
 
-use crate::{
-    identity::small_cluster,
-    support::{
-        Operator, OperatorOptions, apply, env, eventually, namespace, pods, rayclusters, start_operator,
-    },
+use crate::support::{
+    Operator, OperatorOptions, apply, env, eventually, namespace, pods, rayclusters, start_operator,
 };
 
 /// An election in the test's namespace; `lease` long enough that a takeover within a few seconds can only

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
-use kuberay_testenv::proxy_http::ProxyHttp;
+use kuberay_testenv::{fixtures::small_cluster, proxy_http::ProxyHttp};
 use serde_json::{Value, json};
 
 use crate::{
@@ -18,16 +18,6 @@ use crate::{
 
 /// This file's metrics port in the shared isolated network namespace.
 const PORT: u16 = 18080;
-
-fn small_cluster() -> Value {
-    json!({
-        "rayVersion": "2.52.0",
-        "headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [{
-            "name": "ray-head", "image": "rayproject/ray:2.52.0",
-            "ports": [{"name": "gcs-server", "containerPort": 6379}, {"name": "dashboard", "containerPort": 8265}],
-        }]}}},
-    })
-}
 
 async fn create_chaos(api: &kube::Api<DynamicObject>, name: &str, spec: Value) {
     let mut spec = spec;

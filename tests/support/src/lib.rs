@@ -19,6 +19,7 @@ pub mod controlplane;
 pub mod crds;
 mod env;
 mod error;
+pub mod fixtures;
 pub mod identities;
 pub mod images;
 pub mod info;

@@ -19,12 +19,14 @@ use kuberay_deploy_tests::{
     Tools,
     tools::{CHART, stdout_of},
 };
+pub use kuberay_testenv::fixtures::{eventually, small_cluster};
 use kuberay_testenv::{
     TestEnv,
+    fixtures::is_ready,
     images::{ImageMap, ImageSpec},
     operator_binary,
 };
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// The chart's default image repository; each release gets a tag of its own, so that tests sharing an
 /// environment map their own plugin directories.
@@ -91,38 +93,14 @@ fn plugins_dir(release: &str) -> PathBuf {
     dir
 }
 
-/// Polls `f` until it gives a value, for at most `limit`.
-pub async fn eventually<T, F: Future<Output = Option<T>>>(
-    what: &str,
-    limit: Duration,
-    mut f: impl FnMut() -> F,
-) -> T {
-    let deadline = tokio::time::Instant::now() + limit;
-    loop {
-        if let Some(value) = f().await {
-            return value;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
-}
-
-pub fn is_ready(pod: &Pod) -> bool {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-}
-
 /// Waits until `count` operator Pods in `namespace` are Ready, and returns them.
 pub async fn ready_pods(client: &Client, namespace: &str, count: usize) -> Vec<Pod> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
     eventually(
         &format!("{count} Ready operator Pods"),
-        Duration::from_secs(120),
+        // Each replica compiles the four plugins in a debug build on start, on two cores shared with the
+        // other tests.
+        Duration::from_secs(240),
         || async {
             let list = pods.list(&ListParams::default().labels(SELECTOR)).await.ok()?;
             let ready: Vec<Pod> = list.items.into_iter().filter(is_ready).collect();
@@ -136,17 +114,6 @@ pub async fn ready_pods(client: &Client, namespace: &str, count: usize) -> Vec<P
 pub fn ray_api(client: &Client, namespace: &str, kind: &str) -> Api<DynamicObject> {
     let gvk = GroupVersionKind::gvk("ray.io", "v1", kind);
     Api::namespaced_with(client.clone(), namespace, &ApiResource::from_gvk(&gvk))
-}
-
-/// The spec of a RayCluster of one head and no workers.
-pub fn small_cluster() -> Value {
-    json!({
-        "rayVersion": "2.52.0",
-        "headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [{
-            "name": "ray-head", "image": "rayproject/ray:2.52.0",
-            "ports": [{"name": "gcs-server", "containerPort": 6379}, {"name": "dashboard", "containerPort": 8265}],
-        }]}}},
-    })
 }
 
 pub async fn create_cluster(client: &Client, namespace: &str, name: &str) {

@@ -9,19 +9,24 @@ use k8s_openapi::api::{
     rbac::v1::ClusterRoleBinding,
 };
 use kube::{
-    Api,
+    Api, ResourceExt,
     api::{DeleteParams, DynamicObject, ListParams, PostParams},
     core::{ApiResource, GroupVersionKind},
 };
 use kuberay_testenv::{
+    TestEnv,
+    fixtures::small_cluster,
     images::{ImageMap, ImageSpec},
     operator_binary,
 };
 use serde_json::json;
 
-use crate::util::{create, env, eventually, is_ready};
+use crate::util::{create, env, eventually, is_ready, poll_until};
 
 const IMAGE: &str = "kuberay-wasm:in-pod-test";
+
+/// How long the operator's Pod may take to become Ready.
+const READY_WITHIN: Duration = Duration::from_secs(240);
 
 /// A directory readable by any user with the RayCluster plugin under the name the built-in policy knows.
 fn plugins_dir() -> PathBuf {
@@ -90,31 +95,31 @@ async fn the_operator_runs_in_a_pod_and_reconciles_a_raycluster() {
     )
     .await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns.name());
-    let operator_pod = eventually(
-        "the operator pod to be Ready",
-        Duration::from_secs(90),
-        || async {
-            let list = pods
-                .list(&ListParams::default().labels("app=kuberay-wasm"))
-                .await
-                .ok()?;
-            list.items.into_iter().find(is_ready)
-        },
-    )
+    // The operator compiles its plugin on start (an emptyDir cache) in a debug build, while the other tests of
+    // this suite share the two cores: seconds alone, a minute or more under load.
+    let started = std::time::Instant::now();
+    let ready = poll_until(READY_WITHIN, || async {
+        let list = pods
+            .list(&ListParams::default().labels("app=kuberay-wasm"))
+            .await
+            .ok()?;
+        list.items.into_iter().find(is_ready)
+    })
     .await;
+    let Some(operator_pod) = ready else {
+        panic!(
+            "the operator pod was not Ready after {READY_WITHIN:?}:\n{}",
+            operator_pod_state(env, &pods, ns.name()).await
+        );
+    };
+    eprintln!("the operator pod was Ready after {:?}", started.elapsed());
 
     let gvk = GroupVersionKind::gvk("ray.io", "v1", "RayCluster");
     let clusters: Api<DynamicObject> =
         Api::namespaced_with(client.clone(), ns.name(), &ApiResource::from_gvk(&gvk));
     let cluster: DynamicObject = serde_json::from_value(json!({
         "apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "in-pod"},
-        "spec": {
-            "rayVersion": "2.52.0",
-            "headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [{
-                "name": "ray-head", "image": "rayproject/ray:2.52.0",
-                "ports": [{"name": "gcs-server", "containerPort": 6379}, {"name": "dashboard", "containerPort": 8265}],
-            }]}}},
-        },
+        "spec": small_cluster(),
     }))
     .unwrap();
     clusters.create(&PostParams::default(), &cluster).await.unwrap();
@@ -144,4 +149,30 @@ async fn the_operator_runs_in_a_pod_and_reconciles_a_raycluster() {
         .unwrap();
     ns.delete(&client).await.unwrap();
     let _ = std::fs::remove_dir_all(plugins);
+}
+
+/// What a failure shows: each operator Pod's phase, conditions and container states, and the end of its log.
+async fn operator_pod_state(env: &TestEnv, pods: &Api<Pod>, namespace: &str) -> String {
+    let list = match pods.list(&ListParams::default().labels("app=kuberay-wasm")).await {
+        Ok(list) => list.items,
+        Err(e) => return format!("listing the operator pods: {e}"),
+    };
+    if list.is_empty() {
+        return "no operator pod exists (the Deployment's ReplicaSet did not create one)".into();
+    }
+    let mut out = String::new();
+    for pod in list {
+        let status = serde_json::to_string_pretty(&pod.status).unwrap_or_default();
+        let log = env.container_log(namespace, &pod.name_any(), "operator");
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let tail: Vec<&str> = text.lines().rev().take(40).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        out.push_str(&format!(
+            "pod {}: status {status}\nlast lines of {}:\n{}\n",
+            pod.name_any(),
+            log.display(),
+            tail.join("\n")
+        ));
+    }
+    out
 }

@@ -1,7 +1,8 @@
-use std::{future::Future, time::Duration};
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::{Api, Client, api::PostParams};
+pub use kuberay_testenv::fixtures::{eventually, is_ready, poll_until};
 use kuberay_testenv::{TestEnv, TestNamespace};
 use serde_json::Value;
 
@@ -10,25 +11,6 @@ pub async fn env() -> &'static TestEnv {
     match TestEnv::shared().await {
         Ok(env) => env,
         Err(e) => panic!("test environment unavailable: {e}"),
-    }
-}
-
-/// Polls `check` until it returns `Some`, failing the test after `timeout`.
-pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
 
@@ -60,13 +42,6 @@ pub async fn ready_pod(client: &Client, ns: &TestNamespace, name: &str) -> Pod {
         },
     )
     .await
-}
-
-pub fn is_ready(pod: &Pod) -> bool {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
 pub fn phase(pod: &Pod) -> &str {
