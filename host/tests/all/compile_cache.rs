@@ -1,7 +1,7 @@
 //! A restart loads plugins from the compiled-plugin cache instead of compiling them again.
 
 use crate::support::{
-    OperatorOptions, apply_manifest, env, namespace, ready_cluster, sample, start_operator,
+    OperatorOptions, apply_manifest, env, namespace, ready_cluster, sample, scratch_dir, start_operator,
 };
 
 #[tokio::test]
@@ -9,7 +9,15 @@ async fn a_restart_reuses_the_compiled_plugin_cache() {
     let env = env().await;
     let client = env.client().await.unwrap();
     let ns = namespace(env, "cache").await;
-    let first = start_operator(env, &ns, OperatorOptions::default()).await;
+    let first = start_operator(
+        env,
+        &ns,
+        OperatorOptions {
+            cache_dir: Some(scratch_dir("cache")),
+            ..OperatorOptions::default()
+        },
+    )
+    .await;
     apply_manifest(&client, &ns, &sample("ray-cluster.sample.yaml")).await;
     ready_cluster(&client, &ns, "raycluster-kuberay").await;
     assert_eq!(

@@ -43,7 +43,7 @@ impl IsolatedOperator {
             .arg("--health-probe-bind-address")
             .arg(format!("127.0.0.1:{}", metrics_port + 1))
             .arg("--cache-dir")
-            .arg(plugins.join(".cache"))
+            .arg(crate::support::shared_cache_dir())
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::null())

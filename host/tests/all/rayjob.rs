@@ -315,7 +315,7 @@ async fn an_operator_killed_mid_submission_submits_the_job_once() {
                 "127.0.0.1:0",
             ])
             .arg("--cache-dir")
-            .arg(plugins.join(".cache"))
+            .arg(crate::support::shared_cache_dir())
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::null())

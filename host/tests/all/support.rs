@@ -13,6 +13,7 @@ use kube::{
     api::{DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams},
     discovery::ApiResource,
 };
+pub use kuberay_testenv::fixtures::eventually;
 use kuberay_testenv::{HeadMode, TestEnv, TestNamespace};
 use kuberay_wasm::{OperatorConfig, leadership::LeaderElection, metrics::Metrics, policy::Policy};
 use serde_json::Value;
@@ -180,7 +181,16 @@ impl Default for OperatorOptions {
     }
 }
 
-fn scratch_dir(what: &str) -> PathBuf {
+/// The compiled-plugin cache the tests' operators share unless a test asks for its own: under the target
+/// directory (`CARGO_TARGET_TMPDIR`), so that each plugin build is compiled once per build rather than once
+/// per test. Entries are keyed by the component's digest and the engine, written by rename, and checksummed,
+/// so operators running at once can share it.
+pub fn shared_cache_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("compiled-plugins")
+}
+
+/// A new empty directory under the system's temporary directory.
+pub fn scratch_dir(what: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!(
         "kuberay-wasm-test-{what}-{}-{}",
         std::process::id(),
@@ -235,7 +245,7 @@ pub async fn start_operator(env: &TestEnv, ns: &TestNamespace, options: Operator
     for plugin in &options.plugins {
         install_plugin(&plugins_dir, plugin);
     }
-    let cache_dir = options.cache_dir.clone().unwrap_or_else(|| scratch_dir("cache"));
+    let cache_dir = options.cache_dir.clone().unwrap_or_else(shared_cache_dir);
     let (metrics_addr, health_addr) = (free_addr(), free_addr());
     let mut config = OperatorConfig::new(&plugins_dir)
         .with_kubeconfig(
@@ -307,25 +317,6 @@ impl Drop for Operator {
             task.abort();
         }
         let _ = std::fs::remove_dir_all(&self.plugins_dir);
-    }
-}
-
-/// Polls `check` until it returns `Some`, failing the test after `timeout`.
-pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }
 
