@@ -3,7 +3,7 @@
 //! worker Running and Ready, Service present), with an in-memory host on both sides so that only the
 //! plugin call is measured.
 //!
-//! - native: parse the object from JSON text and call `RayClusterPlugin::reconcile` on the SDK's
+//! - native: read the object from JSON text (as the component does) and call `RayClusterPlugin::reconcile` on the SDK's
 //!   `FakeHost`;
 //! - wasm: a fresh Store and instance, the object passed as JSON text, every host call crossing the
 //!   component boundary as JSON text (grant checks included), through the operator's own sandbox.
@@ -30,7 +30,8 @@ use std::{
 use futures::future::BoxFuture;
 use kuberay_plugin_raycluster::RayClusterPlugin;
 use kuberay_plugin_sdk::{
-    Event, Host, HostError, Kind, LogLevel, Plugin, RayRequest, RayResponse, Request, testing::FakeHost,
+    Document, Event, Host, HostError, Kind, LogLevel, Plugin, RayRequest, RayResponse, Request,
+    testing::FakeHost,
 };
 use kuberay_wasm::{
     metrics::Metrics,
@@ -100,7 +101,14 @@ fn steady_sample() -> (Value, FakeHost) {
     let pods = Kind::new("", "v1", "Pod");
     for round in 0..4 {
         let object = host.primary();
-        RayClusterPlugin::reconcile(&host, Request { object, attempt: 0 }).unwrap();
+        RayClusterPlugin::reconcile(
+            &host,
+            Request {
+                object: object.into(),
+                attempt: 0,
+            },
+        )
+        .unwrap();
         for pod in host.objects(&pods) {
             let name = pod["metadata"]["name"].as_str().unwrap().to_string();
             host.update(&pods, &name, |p| {
@@ -150,7 +158,8 @@ fn main() {
     let mut native = Vec::with_capacity(ITERATIONS);
     for i in 0..WARMUP + ITERATIONS {
         let started = Instant::now();
-        let object: Value = serde_json::from_str(&text).unwrap();
+        // Read the way the plugin reads it in a component: straight from the text into its typed form.
+        let object = Document::Text(text.clone());
         RayClusterPlugin::reconcile(&native_host, Request { object, attempt: 0 }).unwrap();
         if i >= WARMUP {
             native.push(started.elapsed());

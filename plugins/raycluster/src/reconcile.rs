@@ -44,7 +44,7 @@ pub fn now<H: Host>(host: &H) -> Time {
 
 /// Reads the request's RayCluster; one that does not even parse is reported like an invalid spec.
 pub fn parse<H: Host>(host: &H, request: Request) -> Result<RayCluster, ReconcileError> {
-    serde_json::from_value(request.object).map_err(|e| {
+    request.object.into_typed().map_err(|e| {
         let message = format!("The RayCluster could not be read: {e}");
         let _ = host.record_event(&Event::warning(
             reason::INVALID_SPEC,

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use kuberay_crds::RayCronJob;
 use kuberay_plugin_sdk::{
-    Event, Host, HostError, Kind, LogLevel, Outcome, ReconcileError, Request, TypedHost,
+    Document, Event, Host, HostError, Kind, LogLevel, Outcome, ReconcileError, Request, TypedHost,
 };
 use kuberay_rules::{consts::action as shared_action, report::record, time};
 
@@ -24,7 +24,7 @@ use crate::{
 
 /// Reconciles the RayCronJob of `request`: at most one RayJob created and one status write per call.
 pub fn reconcile<H: Host>(host: &H, request: Request) -> Result<Outcome, ReconcileError> {
-    let cronjob: RayCronJob = serde_json::from_value(request.object.clone()).map_err(|e| {
+    let cronjob: RayCronJob = request.object.to_typed().map_err(|e| {
         invalid_spec(
             host,
             &request.object,
@@ -136,7 +136,8 @@ fn retry<H: Host>(host: &H, message: &str) -> ReconcileError {
 
 /// KubeRay's Warning event for a spec it cannot schedule; the host then records its own `InvalidObject`
 /// and waits for the RayCronJob to change instead of retrying.
-fn invalid_spec<H: Host>(host: &H, object: &serde_json::Value, invalid: &Invalid) -> ReconcileError {
+fn invalid_spec<H: Host>(host: &H, object: &Document, invalid: &Invalid) -> ReconcileError {
+    let object = object.to_value().unwrap_or_default();
     let meta = |field: &str| {
         object
             .pointer(&format!("/metadata/{field}"))

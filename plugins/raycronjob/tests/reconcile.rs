@@ -37,7 +37,7 @@ fn run(host: &FakeHost, now: &str) -> Result<Outcome, ReconcileError> {
     reconcile(
         host,
         Request {
-            object: host.primary(),
+            object: host.primary().into(),
             attempt: 0,
         },
     )

@@ -18,9 +18,9 @@ use crate::{
 };
 
 pub fn reconcile<H: Host>(host: &H, request: Request) -> Result<Outcome, ReconcileError> {
-    let job = match serde_json::from_value::<RayJob>(request.object.clone()) {
+    let job = match request.object.to_typed::<RayJob>() {
         Ok(job) => job,
-        Err(e) => return unreadable(host, &request.object, &e.to_string()),
+        Err(e) => return unreadable(host, &request.object.to_value()?, &e.to_string()),
     };
     if let Some(manager) = job
         .spec
@@ -126,7 +126,7 @@ fn unreadable<H: Host>(host: &H, object: &Value, error: &str) -> Result<Outcome,
 
 /// `Plugin::cleanup`.
 pub fn cleanup<H: Host>(host: &H, request: Request) -> Result<Outcome, ReconcileError> {
-    match serde_json::from_value::<RayJob>(request.object.clone()) {
+    match request.object.into_typed::<RayJob>() {
         Ok(job) => cleanup::run(&Ctx::new(host, job)),
         Err(e) => {
             // Nothing can be stopped without the status; the RayJob must still be able to go.

@@ -27,7 +27,9 @@ fn transient(e: impl ToString) -> ReconcileError {
 }
 
 pub fn reconcile<H: Host>(host: &H, request: Request) -> Result<Outcome, ReconcileError> {
-    let service: RayService = serde_json::from_value(request.object)
+    let service: RayService = request
+        .object
+        .into_typed()
         .map_err(|e| ReconcileError::InvalidObject(format!("the RayService could not be read: {e}")))?;
     if let Some(manager) = service
         .spec
@@ -251,7 +253,7 @@ fn finish_deletion<H: Host>(ctx: &Ctx<'_, H>, has_to_clean: bool) -> Result<Outc
 
 /// `Plugin::cleanup`: the RayService is being deleted and still has the finalizer.
 pub fn cleanup<H: Host>(host: &H, request: Request) -> Result<Outcome, ReconcileError> {
-    match serde_json::from_value::<RayService>(request.object) {
+    match request.object.into_typed::<RayService>() {
         Ok(service) => {
             let ctx = Ctx::new(host, service);
             let has_to_clean = dangling::cleanup(&ctx, &ctx.status())?;

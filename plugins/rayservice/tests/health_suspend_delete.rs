@@ -104,7 +104,7 @@ fn deletion_waits_for_the_clusters_then_removes_the_finalizer() {
     object["metadata"]["deletionTimestamp"] = json!("2027-01-15T08:00:00Z");
     host.set_primary(object);
     let request = || Request {
-        object: host.primary(),
+        object: host.primary().into(),
         attempt: 0,
     };
     RayServicePlugin::cleanup(&host, request()).unwrap();

@@ -4,8 +4,8 @@
 use serde_json::Value;
 
 use crate::{
-    Event, EventType, Host, HostError, Kind, LogLevel, Outcome, Plugin, PluginMetadata, PortRole, RayRequest,
-    RayResponse, RayTarget, ReconcileError, Request, Verb,
+    Document, Event, EventType, Host, HostError, Kind, LogLevel, Outcome, Plugin, PluginMetadata, PortRole,
+    RayRequest, RayResponse, RayTarget, ReconcileError, Request, Verb, document::host_error,
 };
 
 wit_bindgen::generate!({
@@ -44,30 +44,46 @@ fn error_from_wit(e: wit_types::HostError) -> HostError {
     }
 }
 
-fn parse(text: &str) -> Result<Value, HostError> {
-    serde_json::from_str(text).map_err(|e| HostError::Internal(format!("the host sent invalid JSON: {e}")))
-}
-
 impl Host for WasmHost {
     fn get(&self, kind: &Kind, name: &str) -> Result<Option<Value>, HostError> {
-        wit_k8s::get(&kind_to_wit(kind), name)
-            .map_err(error_from_wit)?
-            .as_deref()
-            .map(parse)
+        self.get_document(kind, name)?
+            .map(|d| d.into_value().map_err(host_error))
             .transpose()
     }
 
     fn list(&self, kind: &Kind, label_selector: &str) -> Result<Vec<Value>, HostError> {
+        self.list_documents(kind, label_selector)?
+            .into_iter()
+            .map(|d| d.into_value().map_err(host_error))
+            .collect()
+    }
+
+    fn get_document(&self, kind: &Kind, name: &str) -> Result<Option<Document>, HostError> {
+        let text = wit_k8s::get(&kind_to_wit(kind), name).map_err(error_from_wit)?;
+        Ok(text.map(Document::Text))
+    }
+
+    fn list_documents(&self, kind: &Kind, label_selector: &str) -> Result<Vec<Document>, HostError> {
         let items = wit_k8s::list(&kind_to_wit(kind), label_selector).map_err(error_from_wit)?;
-        items.iter().map(|i| parse(i)).collect()
+        Ok(items.into_iter().map(Document::Text).collect())
     }
 
     fn create(&self, object: &Value) -> Result<Value, HostError> {
-        parse(&wit_k8s::create(&object.to_string()).map_err(error_from_wit)?)
+        self.create_document(object)?.into_value().map_err(host_error)
+    }
+
+    fn create_document(&self, object: &Value) -> Result<Document, HostError> {
+        let created = wit_k8s::create(&object.to_string()).map_err(error_from_wit)?;
+        Ok(Document::Text(created))
     }
 
     fn apply(&self, object: &Value) -> Result<Value, HostError> {
-        parse(&wit_k8s::apply(&object.to_string()).map_err(error_from_wit)?)
+        self.apply_document(object)?.into_value().map_err(host_error)
+    }
+
+    fn apply_document(&self, object: &Value) -> Result<Document, HostError> {
+        let applied = wit_k8s::apply(&object.to_string()).map_err(error_from_wit)?;
+        Ok(Document::Text(applied))
     }
 
     fn apply_status(&self, status: &Value) -> Result<(), HostError> {
@@ -178,10 +194,8 @@ pub fn run<P: Plugin>(
     request: wit_reconciler::Request,
     cleanup: bool,
 ) -> Result<wit_reconciler::Outcome, wit_reconciler::ReconcileError> {
-    let object: Value = serde_json::from_str(&request.object)
-        .map_err(|e| wit_reconciler::ReconcileError::Transient(format!("the host sent invalid JSON: {e}")))?;
     let request = Request {
-        object,
+        object: Document::Text(request.object),
         attempt: request.attempt,
     };
     let result = if cleanup {

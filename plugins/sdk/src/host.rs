@@ -1,6 +1,6 @@
 use serde_json::Value;
 
-use crate::{Event, HostError, Kind, RayRequest, RayResponse};
+use crate::{Document, Event, HostError, Kind, RayRequest, RayResponse};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum LogLevel {
@@ -44,6 +44,31 @@ pub trait Host {
 
     /// HTTP to a RayCluster's head, routed by the host.
     fn ray(&self, request: &RayRequest) -> Result<RayResponse, HostError>;
+
+    /// [`Host::get`] as the host handed the object over, for typed reads that parse it only once (see
+    /// [`Document`]). Hosts that hold values need not implement it.
+    fn get_document(&self, kind: &Kind, name: &str) -> Result<Option<Document>, HostError> {
+        Ok(self.get(kind, name)?.map(Document::Value))
+    }
+
+    /// [`Host::list`] as the host handed the objects over (see [`Host::get_document`]).
+    fn list_documents(&self, kind: &Kind, label_selector: &str) -> Result<Vec<Document>, HostError> {
+        Ok(self
+            .list(kind, label_selector)?
+            .into_iter()
+            .map(Document::Value)
+            .collect())
+    }
+
+    /// [`Host::create`], answering with the created object as the host handed it over.
+    fn create_document(&self, object: &Value) -> Result<Document, HostError> {
+        self.create(object).map(Document::Value)
+    }
+
+    /// [`Host::apply`], answering with the applied object as the host handed it over.
+    fn apply_document(&self, object: &Value) -> Result<Document, HostError> {
+        self.apply(object).map(Document::Value)
+    }
 
     /// The current time. Plugins ask the host rather than the clock so tests can fix it.
     fn now(&self) -> std::time::SystemTime {

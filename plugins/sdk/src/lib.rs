@@ -20,6 +20,7 @@
 
 #![forbid(unsafe_code)]
 
+mod document;
 mod error;
 mod event;
 mod host;
@@ -44,6 +45,7 @@ macro_rules! export_plugin {
     ($plugin:ty) => {};
 }
 
+pub use document::Document;
 pub use error::{HostError, ReconcileError};
 pub use event::{Event, EventType};
 pub use host::{Host, LogLevel};

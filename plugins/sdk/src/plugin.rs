@@ -1,4 +1,4 @@
-use crate::{Host, Kind, ReconcileError};
+use crate::{Document, Host, Kind, ReconcileError};
 
 /// Verbs a plugin can be granted on a kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -57,8 +57,9 @@ pub struct PluginMetadata {
 /// The object to reconcile.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Request {
-    /// As the host's cache last saw it.
-    pub object: serde_json::Value,
+    /// As the host's cache last saw it; read it with [`Document::into_typed`] (a `Value` converts with
+    /// `.into()`).
+    pub object: Document,
     /// Failures in a row before this attempt.
     pub attempt: u32,
 }

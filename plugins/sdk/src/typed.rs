@@ -2,27 +2,34 @@ use k8s_openapi::{Metadata, Resource, apimachinery::pkg::apis::meta::v1::ObjectM
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::Value;
 
-use crate::{Host, HostError, Kind};
+use crate::{Host, HostError, Kind, document::host_error};
 
-/// Typed reads and writes for any `k8s_openapi::Resource` (built-in kinds and `kuberay-crds`).
+/// Typed reads and writes for any `k8s_openapi::Resource` (built-in kinds and `kuberay-crds`). Reads parse
+/// what the host sent straight into `K` ([`crate::Document::into_typed`]).
 pub trait TypedHost: Host {
     fn get_as<K: Resource + DeserializeOwned>(&self, name: &str) -> Result<Option<K>, HostError> {
-        self.get(&Kind::of::<K>(), name)?.map(from_value).transpose()
+        self.get_document(&Kind::of::<K>(), name)?
+            .map(|d| d.into_typed().map_err(host_error))
+            .transpose()
     }
 
     fn list_as<K: Resource + DeserializeOwned>(&self, label_selector: &str) -> Result<Vec<K>, HostError> {
-        self.list(&Kind::of::<K>(), label_selector)?
+        self.list_documents(&Kind::of::<K>(), label_selector)?
             .into_iter()
-            .map(from_value)
+            .map(|d| d.into_typed().map_err(host_error))
             .collect()
     }
 
     fn create_as<K: Resource + Serialize + DeserializeOwned>(&self, object: &K) -> Result<K, HostError> {
-        from_value(self.create(&to_value(object)?)?)
+        self.create_document(&to_value(object)?)?
+            .into_typed()
+            .map_err(host_error)
     }
 
     fn apply_as<K: Resource + Serialize + DeserializeOwned>(&self, object: &K) -> Result<K, HostError> {
-        from_value(self.apply(&to_value(object)?)?)
+        self.apply_document(&to_value(object)?)?
+            .into_typed()
+            .map_err(host_error)
     }
 
     /// Deletes `object`, but only the incarnation with its uid.
@@ -48,8 +55,4 @@ pub fn to_value<K: Resource + Serialize>(object: &K) -> Result<Value, HostError>
             .or_insert_with(|| Value::String(K::KIND.to_string()));
     }
     Ok(value)
-}
-
-pub fn from_value<K: DeserializeOwned>(value: Value) -> Result<K, HostError> {
-    serde_json::from_value(value).map_err(|e| HostError::Invalid(format!("unexpected object shape: {e}")))
 }

@@ -64,7 +64,7 @@ pub fn reconcile(host: &FakeHost) -> Result<Outcome, ReconcileError> {
     RayClusterPlugin::reconcile(
         host,
         Request {
-            object: host.primary(),
+            object: host.primary().into(),
             attempt: 0,
         },
     )
@@ -74,7 +74,7 @@ pub fn cleanup(host: &FakeHost) -> Result<Outcome, ReconcileError> {
     RayClusterPlugin::cleanup(
         host,
         Request {
-            object: host.primary(),
+            object: host.primary().into(),
             attempt: 0,
         },
     )

@@ -75,7 +75,7 @@ pub fn reconcile(host: &FakeHost) -> Result<Outcome, ReconcileError> {
     RayJobPlugin::reconcile(
         host,
         Request {
-            object: host.primary(),
+            object: host.primary().into(),
             attempt: 0,
         },
     )
@@ -90,7 +90,7 @@ pub fn cleanup(host: &FakeHost) -> Result<Outcome, ReconcileError> {
     RayJobPlugin::cleanup(
         host,
         Request {
-            object: host.primary(),
+            object: host.primary().into(),
             attempt: 0,
         },
     )

@@ -112,7 +112,7 @@ pub fn reconcile(host: &FakeHost) -> Outcome {
     RayServicePlugin::reconcile(
         host,
         Request {
-            object: host.primary(),
+            object: host.primary().into(),
             attempt: 0,
         },
     )

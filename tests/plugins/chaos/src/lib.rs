@@ -102,7 +102,10 @@ impl Plugin for Chaos {
     }
 
     fn reconcile(host: &impl Host, request: Request) -> Result<Outcome, ReconcileError> {
-        let object = &request.object;
+        let object = &request
+            .object
+            .into_value()
+            .map_err(|e| ReconcileError::InvalidObject(e.to_string()))?;
         let name = str_at(object, "/metadata/name");
         let target = str_at(object, "/spec/target");
         if let Some(result) = identity::run(host, object, str_at(object, "/spec/behaviour")) {
