@@ -2,11 +2,12 @@
 //! (which decides between the short and the long requeue). Writes go through these helpers so that
 //! none is forgotten in that bookkeeping.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
-use k8s_openapi::{Metadata, Resource, apimachinery::pkg::apis::meta::v1::ObjectMeta};
+use k8s_openapi::{Metadata, Resource, api::core::v1::Pod, apimachinery::pkg::apis::meta::v1::ObjectMeta};
 use kuberay_crds::RayCluster;
-use kuberay_plugin_sdk::{Event, Host, HostError, Kind, LogLevel, TypedHost};
+use kuberay_crds::constants::labels;
+use kuberay_plugin_sdk::{Event, Host, HostError, Kind, LogLevel, TypedHost, selector::Selector};
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::Value;
 
@@ -57,6 +58,9 @@ pub struct Ctx<'h, H: Host> {
     pub id: Identity,
     wrote: Cell<bool>,
     settling: Cell<bool>,
+    /// Every Pod of the cluster as last read, until the next write: a reconcile looks at its Pods several
+    /// times (head, each group, the status) and each read parses every Pod it returns.
+    pods: RefCell<Option<Vec<Pod>>>,
 }
 
 impl<'h, H: Host> Ctx<'h, H> {
@@ -68,6 +72,7 @@ impl<'h, H: Host> Ctx<'h, H> {
             id,
             wrote: Cell::new(false),
             settling: Cell::new(false),
+            pods: RefCell::new(None),
         }
     }
 
@@ -77,6 +82,8 @@ impl<'h, H: Host> Ctx<'h, H> {
 
     pub fn mark_written(&self) {
         self.wrote.set(true);
+        // What was read before a write may no longer be what the host serves.
+        self.pods.take();
     }
 
     /// Something is still in motion (Pods terminating): look again soon even if nothing was written.
@@ -132,6 +139,29 @@ impl<'h, H: Host> Ctx<'h, H> {
 
     pub fn list<K: Resource + DeserializeOwned>(&self, selector: &str) -> Result<Vec<K>, HostError> {
         self.host.list_as(selector)
+    }
+
+    /// The cluster's Pods that `selector` selects. A selector of this cluster's Pods (one requiring
+    /// `ray.io/cluster=<name>`) is answered from one read of all of them, kept until the next write; any
+    /// other goes to the host.
+    pub fn pods(&self, selector: &str) -> Result<Vec<Pod>, HostError> {
+        let parsed = Selector::parse(selector).ok().filter(|s| {
+            s.required_pairs()
+                .any(|pair| pair == (labels::RAY_CLUSTER, self.id.name.as_str()))
+        });
+        let Some(parsed) = parsed else {
+            return self.list(selector);
+        };
+        if self.pods.borrow().is_none() {
+            let all = self.list::<Pod>(&kuberay_rules::labels::all_pods(&self.id.name))?;
+            self.pods.replace(Some(all));
+        }
+        let pods = self.pods.borrow();
+        let selected = pods.iter().flatten().filter(|pod| {
+            let labels = pod.metadata.labels.as_ref();
+            labels.is_some_and(|l| parsed.matches(l))
+        });
+        Ok(selected.cloned().collect())
     }
 
     /// Whether an object is controlled by this cluster (objects of the same name that are not are left

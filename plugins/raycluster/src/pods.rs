@@ -21,7 +21,7 @@ use crate::{
 /// Deletes every Pod that is not already terminating; returns how many it deleted.
 pub fn delete_all<H: Host>(ctx: &Ctx<'_, H>, selector: &str) -> Result<usize, Failure> {
     let mut deleted = 0;
-    for pod in ctx.list::<Pod>(selector)? {
+    for pod in ctx.pods(selector)? {
         if !pod_state::terminating(&pod) {
             ctx.delete(&pod)?;
             deleted += 1;
@@ -82,7 +82,7 @@ pub fn reconcile_pods<H: Host>(ctx: &Ctx<'_, H>) -> Result<(), Failure> {
     }
 
     let hash = kuberay_rules::hash::recreate_hash(&cluster.spec);
-    let heads = ctx.list::<Pod>(&labels::head_pods(&ctx.id.name))?;
+    let heads = ctx.pods(&labels::head_pods(&ctx.id.name))?;
     if upgrade::recreate(&cluster.spec) && spec_changed(heads.first(), &hash) {
         let why = format!(
             "Deleted all Pods for RayCluster {} due to spec change with Recreate upgradeStrategy",
@@ -94,7 +94,7 @@ pub fn reconcile_pods<H: Host>(ctx: &Ctx<'_, H>) -> Result<(), Failure> {
     reconcile_head(ctx, &heads, &hash)?;
 
     for group in cluster.spec.worker_group_specs.iter().flatten() {
-        let pods = ctx.list::<Pod>(&labels::group_pods(&ctx.id.name, &group.group_name))?;
+        let pods = ctx.pods(&labels::group_pods(&ctx.id.name, &group.group_name))?;
         scaling::reconcile_group(ctx, group, pods)?;
     }
     Ok(())

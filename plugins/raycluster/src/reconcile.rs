@@ -5,11 +5,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use k8s_openapi::{
-    api::core::v1::{Pod, Service},
-    apimachinery::pkg::apis::meta::v1::Time,
-    jiff::Timestamp,
-};
+use k8s_openapi::{api::core::v1::Service, apimachinery::pkg::apis::meta::v1::Time, jiff::Timestamp};
 use kuberay_crds::RayCluster;
 use kuberay_plugin_sdk::{Event, Host, LogLevel, Outcome, ReconcileError, Request};
 use kuberay_rules::labels;
@@ -132,7 +128,7 @@ fn run_steps<H: Host>(ctx: &Ctx<'_, H>, first_look: bool) -> Result<(), Failure>
 /// Computes the status and writes it if it changed; returns whether it did.
 fn report_status<H: Host>(ctx: &Ctx<'_, H>, failure: Option<&Failure>) -> Result<bool, ReconcileError> {
     let observed = Observed {
-        pods: ctx.list::<Pod>(&labels::all_pods(&ctx.id.name))?,
+        pods: ctx.pods(&labels::all_pods(&ctx.id.name))?,
         head_services: ctx.list::<Service>(&service::head_service_selector(&ctx.id.name))?,
     };
     let new = match status::compute(&ctx.cluster, &observed, failure, &now(ctx.host)) {

@@ -190,7 +190,7 @@ pub fn cleanup<H: Host>(ctx: &Ctx<'_, H>) -> Result<Outcome, ReconcileError> {
         .map_err(|f| ReconcileError::Transient(f.message))?
         + pods::delete_all(ctx, &labels::worker_pods(name))
             .map_err(|f| ReconcileError::Transient(f.message))?;
-    let heads = ctx.list::<Pod>(&labels::head_pods(name))?;
+    let heads = ctx.pods(&labels::head_pods(name))?;
     if let Some(head) = heads.first() {
         ctx.log(
             LogLevel::Info,

@@ -369,3 +369,35 @@ fn rayservice_clusters_get_serve_settings() {
         Some(json!("kuberay_version=v1.7.0;kuberay_crd=RayService"))
     );
 }
+
+/// The Pod lists of the last reconcile, by selector.
+fn pod_lists(host: &kuberay_plugin_sdk::testing::FakeHost) -> Vec<String> {
+    host.lists()
+        .into_iter()
+        .filter(|(kind, _)| *kind == pod_kind())
+        .map(|(_, selector)| selector)
+        .collect()
+}
+
+#[test]
+fn a_reconcile_reads_the_clusters_pods_once_and_again_after_a_write() {
+    let host = host(sample(2));
+    settle(&host, 5);
+    run_all(&host);
+    settle(&host, 5);
+    host.clear_writes();
+    reconcile(&host).unwrap();
+    assert!(host.writes().is_empty(), "{:?}", host.writes());
+    // Head, worker group and status all read from one list.
+    assert_eq!(pod_lists(&host), ["ray.io/cluster=raycluster-sample"]);
+    assert_eq!(status(&host)["availableWorkerReplicas"], 2);
+
+    // Scaling down deletes a worker: what was read before the delete is not used after it.
+    edit(&host, |c| c["spec"]["workerGroupSpecs"][0]["replicas"] = json!(1));
+    host.clear_writes();
+    reconcile(&host).unwrap();
+    assert_eq!(deletes(&host).len(), 1);
+    assert_eq!(pod_lists(&host).len(), 2);
+    assert_eq!(status(&host)["availableWorkerReplicas"], 1);
+    assert_eq!(workers(&host).len(), 1);
+}

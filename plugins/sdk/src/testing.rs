@@ -37,6 +37,7 @@ pub struct FakeHost {
     primary: RefCell<Value>,
     objects: RefCell<BTreeMap<(Kind, String), Value>>,
     writes: RefCell<Vec<Write>>,
+    lists: RefCell<Vec<(Kind, String)>>,
     events: RefCell<Vec<Event>>,
     logs: RefCell<Vec<(LogLevel, String)>>,
     ray: RefCell<Option<RayHandler>>,
@@ -69,6 +70,7 @@ impl FakeHost {
             primary: RefCell::new(primary),
             objects: RefCell::default(),
             writes: RefCell::default(),
+            lists: RefCell::default(),
             events: RefCell::default(),
             logs: RefCell::default(),
             ray: RefCell::new(None),
@@ -184,6 +186,12 @@ impl FakeHost {
     pub fn clear_writes(&self) {
         self.writes.borrow_mut().clear();
         self.events.borrow_mut().clear();
+        self.lists.borrow_mut().clear();
+    }
+
+    /// Every `list` the plugin made since the last [`FakeHost::clear_writes`], in order: kind and selector.
+    pub fn lists(&self) -> Vec<(Kind, String)> {
+        self.lists.borrow().clone()
     }
 
     pub fn events(&self) -> Vec<Event> {
@@ -341,6 +349,9 @@ impl Host for FakeHost {
     }
 
     fn list(&self, kind: &Kind, label_selector: &str) -> Result<Vec<Value>, HostError> {
+        self.lists
+            .borrow_mut()
+            .push((kind.clone(), label_selector.to_string()));
         self.served(kind)?;
         let selector = Selector::parse(label_selector).map_err(|e| HostError::Invalid(e.to_string()))?;
         Ok(self
