@@ -5,8 +5,7 @@
 use std::cell::{Cell, RefCell};
 
 use k8s_openapi::{Metadata, Resource, api::core::v1::Pod, apimachinery::pkg::apis::meta::v1::ObjectMeta};
-use kuberay_crds::RayCluster;
-use kuberay_crds::constants::labels;
+use kuberay_crds::{RayCluster, constants::labels};
 use kuberay_plugin_sdk::{Event, Host, HostError, Kind, LogLevel, TypedHost, selector::Selector};
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::Value;
