@@ -3,8 +3,8 @@
 //! worker Running and Ready, Service present), with an in-memory host on both sides so that only the
 //! plugin call is measured.
 //!
-//! - native: read the object from JSON text (as the component does) and call `RayClusterPlugin::reconcile` on the SDK's
-//!   `FakeHost`;
+//! - native: read the object from JSON text (as the component does) and call
+//!   `RayClusterPlugin::reconcile` on the SDK's `FakeHost`;
 //! - wasm: a fresh Store and instance, the object passed as JSON text, every host call crossing the
 //!   component boundary as JSON text (grant checks included), through the operator's own sandbox.
 //!

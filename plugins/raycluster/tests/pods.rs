@@ -381,10 +381,7 @@ fn pod_lists(host: &kuberay_plugin_sdk::testing::FakeHost) -> Vec<String> {
 
 #[test]
 fn a_reconcile_reads_the_clusters_pods_once_and_again_after_a_write() {
-    let host = host(sample(2));
-    settle(&host, 5);
-    run_all(&host);
-    settle(&host, 5);
+    let host = running(sample(2));
     host.clear_writes();
     reconcile(&host).unwrap();
     assert!(host.writes().is_empty(), "{:?}", host.writes());

@@ -222,10 +222,7 @@ fn status_of_a_ready_cluster() {
 
 #[test]
 fn a_steady_state_reconcile_writes_nothing() {
-    let host = host(sample(2));
-    settle(&host, 3);
-    run_all(&host);
-    settle(&host, 3);
+    let host = running(sample(2));
     let before = host.primary();
     at(&host, T0 + 3600);
     host.clear_writes();
@@ -321,10 +318,7 @@ fn a_provisioned_sidecar_cluster_does_not_get_a_new_head() {
 
 #[test]
 fn suspend_is_atomic_and_resumes_cleanly() {
-    let host = host(sample(2));
-    settle(&host, 3);
-    run_all(&host);
-    settle(&host, 3);
+    let host = running(sample(2));
     assert_eq!(pods(&host).len(), 3);
 
     edit(&host, |c| c["spec"]["suspend"] = json!(true));

@@ -62,10 +62,7 @@ fn the_head_carries_kuberays_hash_of_the_spec() {
 
 #[test]
 fn pods_with_the_current_hash_are_kept_and_others_replaced() {
-    let host = host(recreating(2));
-    settle(&host, 3);
-    run_all(&host);
-    settle(&host, 3);
+    let host = running(recreating(2));
     let head = name(&heads(&host)[0]);
 
     // What a KubeRay of the same version left with the same spec: nothing to do.

@@ -93,6 +93,15 @@ pub fn settle(host: &FakeHost, rounds: usize) -> Outcome {
     outcome
 }
 
+/// `cluster` brought up with every Pod running and Ready, and reconciled until nothing changes.
+pub fn running(cluster: Value) -> FakeHost {
+    let host = host(cluster);
+    settle(&host, 3);
+    run_all(&host);
+    settle(&host, 3);
+    host
+}
+
 pub fn pod_kind() -> Kind {
     Kind::new("", "v1", "Pod")
 }
