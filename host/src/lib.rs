@@ -11,18 +11,21 @@
 //!   `sandbox/call.rs` runs one plugin call and checks every host call against the grant before handing it
 //!   to the host API ([`sandbox::host_api::HostApi`]); `sandbox/wit.rs` converts the WIT types;
 //! - `plugin_host`: the host API one reconcile's plugin sees, built from the Kubernetes bridge and the Ray
-//!   bridge side by side, one concept per file: its objects (namespace, owner, name and content rules),
-//!   which Ray clusters it may reach, its events and its log lines;
+//!   bridge side by side, one concept per file: its objects, which Ray clusters it may reach, its events and
+//!   its log lines;
+//! - `admission`: the one path of every write a plugin asks for (names, namespace, ownership and adoption,
+//!   provenance and content, Pod Security), and its commit (fence, write, metrics, overlay);
 //! - `kubernetes`: the Kubernetes bridge: discovery, watch caches, read-your-writes, skipped no-op applies,
 //!   event recorders, and the ownership and naming rules the plugin host applies;
 //! - `raybridge`: the Ray bridge: sending to Ray heads (HTTP to them is [`kuberay_rayhead`]'s, shared with
 //!   the API server), finding them through the Kubernetes bridge;
-//! - [`policy`]: the administrator's policy: which plugins run, their grants, what their objects may contain;
+//! - [`policy`]: the administrator's policy as data: which plugins run, their grants, their content rules;
 //! - `controller`: the reconcile queues;
 //! - [`leadership`]: leader election on a Lease, and the fence every write of the host passes;
 //! - `operator`: wiring, configuration and shutdown; `server` and [`metrics`]: observability;
 //!   [`telemetry`]: logging.
 
+pub(crate) mod admission;
 pub(crate) mod controller;
 pub(crate) mod kubernetes;
 pub mod leadership;

@@ -10,6 +10,7 @@ use tracing::Instrument;
 
 use super::{KindContext, backoff, report};
 use crate::{
+    admission::Admission,
     kubernetes::{compact::CachedObject, strip_host_condition, to_json},
     metrics::{ErrorLabels, KindLabels, ReconcileLabels},
     plugin_host::{PluginHost, Primary},
@@ -103,11 +104,14 @@ async fn reconcile_one(object: &CachedObject, ctx: &KindContext, namespace: &str
         name: name.to_string(),
         uid: object.uid().unwrap_or_default(),
     };
-    let host = Arc::new(
-        PluginHost::new(shared.bridge.clone(), shared.ray.clone(), &plugin_name, primary)
-            .with_grant(plugin.grant.clone())
-            .with_finalizer(plugin.metadata.finalizer.clone()),
+    let admission = Admission::new(
+        shared.bridge.clone(),
+        primary,
+        plugin.grant.clone(),
+        &plugin_name,
+        plugin.metadata.finalizer.clone(),
     );
+    let host = Arc::new(PluginHost::new(admission, shared.ray.clone()));
     let attempt = shared.failures.get(&key);
     let context = shared
         .sandbox

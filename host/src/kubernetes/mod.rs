@@ -1,11 +1,9 @@
 //! The Kubernetes bridge, shared by every reconcile: discovery, the watch caches (their objects in a compact
 //! form, `compact`), plugins' recent writes merged into what they read (`overlay`), the last applied
-//! intents that let a write that would change nothing be skipped (`unchanged`), and the event recorders. It also holds the rules the plugin host
-//! (`crate::plugin_host`) applies to a plugin's writes: a controller owner reference on everything it
-//! creates and nothing else tying it to other objects, no adoption of objects its object does not control
-//! (`ownership`) except a label-only apply of policy-listed keys on an object it controls through an
-//! object it owns (`label_only`), and names that follow Kubernetes' rules before any URL is built from them
-//! (`names`).
+//! intents that let a write that would change nothing be skipped (`unchanged`), namespaces' Pod Security
+//! levels (`namespaces`), and the event recorders. It also holds two syntactic rules admission
+//! (`crate::admission`) applies to a plugin's writes: names that follow Kubernetes' rules before any URL is
+//! built from them (`names`), and the shape of a label-only apply (`label_only`).
 
 mod cache;
 pub(crate) mod compact;
@@ -15,8 +13,8 @@ mod events;
 mod index;
 pub(crate) mod label_only;
 pub(crate) mod names;
+mod namespaces;
 pub(crate) mod overlay;
-pub(crate) mod ownership;
 pub(crate) mod unchanged;
 
 use std::sync::Arc;
@@ -31,6 +29,7 @@ use serde_json::Value;
 use self::{
     compact::CachedObject,
     events::EventRecorders,
+    namespaces::NamespaceLevels,
     overlay::{Key, Overlay},
     unchanged::LastApplied,
 };
@@ -68,6 +67,8 @@ pub(crate) struct KubeBridge {
     /// What each plugin last applied, to skip applies that would change nothing.
     pub(crate) applied: LastApplied,
     pub(crate) events: Arc<EventRecorders>,
+    /// The Pod Security level of namespaces plugins write in.
+    pub(crate) namespaces: NamespaceLevels,
     metrics: Metrics,
     /// Every write checks it first: with leader election, only a current leader writes.
     fence: Fence,
@@ -92,6 +93,7 @@ impl KubeBridge {
                 reporter_instance,
                 fence.clone(),
             )),
+            namespaces: NamespaceLevels::default(),
             client,
             metrics,
             fence,

@@ -21,7 +21,7 @@ pub(crate) use kuberay_rules::subset::is_subset;
 const CAP: usize = 50_000;
 
 /// The parts of an object a plugin's writes are remembered for: the object, its status, and a label-only
-/// apply (`crate::plugin_host::labels`).
+/// apply (`crate::admission`).
 pub(crate) const OBJECT: &str = "";
 pub(crate) const STATUS: &str = "status";
 pub(crate) const LABELS: &str = "labels";

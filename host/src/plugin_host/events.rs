@@ -11,11 +11,11 @@ use crate::sandbox::host_api::HostResult;
 impl PluginHost {
     fn object_reference(&self) -> ObjectReference {
         ObjectReference {
-            api_version: Some(self.primary.kind.api_version()),
-            kind: Some(self.primary.kind.kind.clone()),
-            name: Some(self.primary.name.clone()),
-            namespace: Some(self.primary.namespace.clone()),
-            uid: Some(self.primary.uid.clone()),
+            api_version: Some(self.primary().kind.api_version()),
+            kind: Some(self.primary().kind.kind.clone()),
+            name: Some(self.primary().name.clone()),
+            namespace: Some(self.primary().namespace.clone()),
+            uid: Some(self.primary().uid.clone()),
             ..ObjectReference::default()
         }
     }
@@ -23,13 +23,13 @@ impl PluginHost {
     /// Publishes an event about the reconciled object (related to another object of its namespace, if any).
     pub(super) async fn publish_event(&self, event: Event) -> HostResult<()> {
         if let Some((kind, name)) = &event.related {
-            self.check_names(kind, Some(name))?;
+            self.admission.check_names(kind, Some(name))?;
         }
         let secondary = event.related.map(|(kind, name)| ObjectReference {
             api_version: Some(kind.api_version()),
             kind: Some(kind.kind),
             name: Some(name),
-            namespace: Some(self.primary.namespace.clone()),
+            namespace: Some(self.primary().namespace.clone()),
             ..ObjectReference::default()
         });
         let kube_event = KubeEvent {
@@ -43,9 +43,9 @@ impl PluginHost {
             secondary,
         };
         // Published in the background (`kubernetes::events`): a failure is logged there, not returned.
-        self.kube
+        self.kube()
             .events
-            .publish_later(&self.plugin, kube_event, self.object_reference())
+            .publish_later(self.plugin(), kube_event, self.object_reference())
             .await
             .map_err(|e| HostError::Unavailable(e.to_string()))
     }

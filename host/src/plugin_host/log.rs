@@ -10,7 +10,8 @@ impl PluginHost {
     pub(super) fn write_log(&self, level: LogLevel, message: &str, fields: &[(String, String)]) {
         let fields: Vec<String> = fields.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let fields = fields.join(" ");
-        let (plugin, namespace, name) = (&self.plugin, &self.primary.namespace, &self.primary.name);
+        let (plugin, primary) = (self.plugin(), self.primary());
+        let (namespace, name) = (&primary.namespace, &primary.name);
         match level {
             LogLevel::Trace => {
                 tracing::trace!(target: "plugin", %plugin, %namespace, %name, %fields, "{message}")

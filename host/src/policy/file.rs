@@ -22,10 +22,10 @@ pub enum PolicyError {
     Invalid(String),
 }
 
-/// A Pod Security Standards profile.
+/// A Pod Security Standards profile (and a namespace's `pod-security.kubernetes.io/enforce` level).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub(crate) enum Profile {
+pub enum Profile {
     /// No check.
     Privileged,
     /// No privileged containers, host namespaces, hostPath, host ports or added capabilities.
@@ -47,6 +47,52 @@ pub(crate) struct SecretAccess {
     pub(crate) named_in_spec: bool,
 }
 
+impl Profile {
+    /// The profile a `pod-security.kubernetes.io/enforce` label names, if it names one.
+    pub(crate) fn from_label(label: &str) -> Option<Self> {
+        match label {
+            "privileged" => Some(Self::Privileged),
+            "baseline" => Some(Self::Baseline),
+            "restricted" => Some(Self::Restricted),
+            _ => None,
+        }
+    }
+
+    /// Its name, as the label and the policy write it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Privileged => "privileged",
+            Self::Baseline => "baseline",
+            Self::Restricted => "restricted",
+        }
+    }
+}
+
+/// Objects a plugin may refer to although the user's request neither names them nor controls them (a
+/// shared CA bundle, a site-wide pull Secret): the administrator's grant, by name.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct NamedReferences {
+    #[serde(default)]
+    pub(crate) secrets: BTreeSet<String>,
+    #[serde(default)]
+    pub(crate) config_maps: BTreeSet<String>,
+    #[serde(default)]
+    pub(crate) persistent_volume_claims: BTreeSet<String>,
+    #[serde(default)]
+    pub(crate) service_accounts: BTreeSet<String>,
+}
+
+/// One rule a Role written by a plugin may hold (RBAC's PolicyRule without resource names: a written rule
+/// is covered when each of its groups, resources and verbs is listed here; `*` is never implied).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct RoleRule {
+    pub(crate) api_groups: BTreeSet<String>,
+    pub(crate) resources: BTreeSet<String>,
+    pub(crate) verbs: BTreeSet<String>,
+}
+
 impl SecretAccess {
     /// Whether any Secret at all may be touched.
     pub(crate) fn any(self) -> bool {
@@ -57,14 +103,22 @@ impl SecretAccess {
 /// What a granted object may contain.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ContentRules {
+    /// What the plugin may set on its own: Pod Security settings the user's request does not ask for.
     pub(crate) pod_security: Profile,
+    /// The level assumed for a namespace without a `pod-security.kubernetes.io/enforce` label; the user's
+    /// own settings are bounded by the namespace's level. Kubernetes' own default is `privileged`.
+    pub(crate) namespace_default: Profile,
     /// Capabilities containers may add beyond the profile's.
     pub(crate) extra_capabilities: BTreeSet<String>,
-    /// Service types a plugin may create (`spec.type`; absent is ClusterIP).
+    /// Service types a plugin may create on its own (`spec.type`; absent is ClusterIP); others only where
+    /// the user's request asks for them.
     pub(crate) service_types: BTreeSet<String>,
-    /// ServiceAccounts Pods may run as besides `default`, those the reconciled object controls and those
-    /// its spec names.
-    pub(crate) service_accounts: BTreeSet<String>,
+    /// Objects the plugin may refer to by name besides those the user's request names or the reconciled
+    /// object controls (ServiceAccounts: besides `default` too).
+    pub(crate) references: NamedReferences,
+    /// What a Role the plugin writes may grant (none by default).
+    pub(crate) role_rules: Vec<RoleRule>,
+    /// Which Secrets the plugin may read.
     pub(crate) secrets: SecretAccess,
     /// Label keys a plugin may set with a label-only apply on an object controlled by an object the
     /// reconciled object controls (a RayService's `ray.io/serve` on its RayClusters' head Pods); none by
@@ -76,9 +130,11 @@ impl Default for ContentRules {
     fn default() -> Self {
         Self {
             pod_security: Profile::Baseline,
+            namespace_default: Profile::Privileged,
             extra_capabilities: BTreeSet::new(),
-            service_types: ["ClusterIP", "NodePort", "LoadBalancer"].map(String::from).into(),
-            service_accounts: BTreeSet::new(),
+            service_types: ["ClusterIP".to_string()].into(),
+            references: NamedReferences::default(),
+            role_rules: Vec::new(),
             secrets: SecretAccess::default(),
             grandchild_labels: BTreeSet::new(),
         }
@@ -120,9 +176,13 @@ struct PolicyFile {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct RulesFile {
     pod_security: Option<Profile>,
+    namespace_default: Option<Profile>,
     extra_capabilities: Option<Vec<String>>,
     service_types: Option<Vec<String>>,
+    /// The same as `references.serviceAccounts` (the older spelling).
     service_accounts: Option<Vec<String>>,
+    references: Option<NamedReferences>,
+    role_rules: Option<Vec<RoleRule>>,
     secrets: Option<SecretAccess>,
     grandchild_labels: Option<Vec<String>>,
 }
@@ -142,11 +202,32 @@ struct EntryFile {
     #[serde(default)]
     ray_heads: bool,
     pod_security: Option<Profile>,
+    namespace_default: Option<Profile>,
     extra_capabilities: Option<Vec<String>>,
     service_types: Option<Vec<String>>,
     service_accounts: Option<Vec<String>>,
+    references: Option<NamedReferences>,
+    role_rules: Option<Vec<RoleRule>>,
     secrets: Option<SecretAccess>,
     grandchild_labels: Option<Vec<String>>,
+}
+
+impl EntryFile {
+    /// Its content rules, as a `defaults` block would give them (serde's `flatten` cannot be combined with
+    /// `deny_unknown_fields`, which both keep).
+    fn take_rules(&mut self) -> RulesFile {
+        RulesFile {
+            pod_security: self.pod_security.take(),
+            namespace_default: self.namespace_default.take(),
+            extra_capabilities: self.extra_capabilities.take(),
+            service_types: self.service_types.take(),
+            service_accounts: self.service_accounts.take(),
+            references: self.references.take(),
+            role_rules: self.role_rules.take(),
+            secrets: self.secrets.take(),
+            grandchild_labels: self.grandchild_labels.take(),
+        }
+    }
 }
 
 const SERVICE_TYPES: [&str; 4] = ["ClusterIP", "NodePort", "LoadBalancer", "ExternalName"];
@@ -212,11 +293,17 @@ fn rules(defaults: &ContentRules, file: RulesFile) -> Result<ContentRules, Polic
     let set = |v: Option<Vec<String>>, d: &BTreeSet<String>| {
         v.map_or_else(|| d.clone(), |v| v.into_iter().collect())
     };
+    let mut references = file.references.unwrap_or_else(|| defaults.references.clone());
+    if let Some(accounts) = file.service_accounts {
+        references.service_accounts.extend(accounts);
+    }
     let rules = ContentRules {
         pod_security: file.pod_security.unwrap_or(defaults.pod_security),
+        namespace_default: file.namespace_default.unwrap_or(defaults.namespace_default),
         extra_capabilities: set(file.extra_capabilities, &defaults.extra_capabilities),
         service_types: set(file.service_types, &defaults.service_types),
-        service_accounts: set(file.service_accounts, &defaults.service_accounts),
+        references,
+        role_rules: file.role_rules.unwrap_or_else(|| defaults.role_rules.clone()),
         secrets: file.secrets.unwrap_or(defaults.secrets),
         grandchild_labels: set(file.grandchild_labels, &defaults.grandchild_labels),
     };
@@ -238,7 +325,7 @@ fn rules(defaults: &ContentRules, file: RulesFile) -> Result<ContentRules, Polic
     Ok(rules)
 }
 
-fn entry(defaults: &ContentRules, e: EntryFile) -> Result<Entry, PolicyError> {
+fn entry(defaults: &ContentRules, mut e: EntryFile) -> Result<Entry, PolicyError> {
     let invalid = |m: String| Err(PolicyError::Invalid(format!("plugin {:?}: {m}", e.name)));
     if !valid_name(&e.name) {
         return invalid("the name must be 1-63 lowercase letters, digits or '-'".into());
@@ -274,17 +361,7 @@ fn entry(defaults: &ContentRules, e: EntryFile) -> Result<Entry, PolicyError> {
             .collect::<Result<BTreeSet<_>, _>>()?;
         verbs.insert(parse_kind(kind)?, names);
     }
-    let rules = rules(
-        defaults,
-        RulesFile {
-            pod_security: e.pod_security,
-            extra_capabilities: e.extra_capabilities,
-            service_types: e.service_types,
-            service_accounts: e.service_accounts,
-            secrets: e.secrets,
-            grandchild_labels: e.grandchild_labels,
-        },
-    )?;
+    let rules = rules(defaults, e.take_rules())?;
     Ok(Entry {
         name: e.name,
         file: e.file,

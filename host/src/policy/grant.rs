@@ -26,6 +26,9 @@ pub struct Grant {
     pub withheld: Vec<String>,
     /// Kinds the whole policy names: the only kinds metrics may carry as labels.
     labelled_kinds: Arc<BTreeSet<Kind>>,
+    /// Kinds some plugin of the policy reconciles: an object controlled by one of them was written by a
+    /// plugin (see `admission::provenance`).
+    pub(crate) reconciled_kinds: Arc<BTreeSet<Kind>>,
 }
 
 /// Why a plugin file is not loaded. `reason` is one of a fixed set (a metric label).
@@ -154,6 +157,7 @@ pub(crate) fn grant_for(
         ray_heads: metadata.uses_ray_head && entry.ray_heads,
         rules: Some(entry.rules.clone()),
         labelled_kinds: Arc::new(policy.entries().iter().flat_map(named_kinds).collect()),
+        reconciled_kinds: Arc::new(policy.entries().iter().map(|e| e.reconciles.clone()).collect()),
         ..Grant::default()
     };
     if metadata.uses_ray_head && !entry.ray_heads {

@@ -18,6 +18,7 @@ mod isolated;
 mod leadership;
 mod limits;
 mod policy;
+mod provenance;
 mod ray_routing;
 mod raycluster_lifecycle;
 mod raycluster_recreate;

@@ -1,5 +1,5 @@
 //! The administrator's policy: a plugin that writes privileged Pods, host mounts, Secrets and
-//! ServiceAccounts it was not granted, token Secrets, external Services or bindings to foreign roles is
+//! ServiceAccounts its user did not ask for, token Secrets, external Services or bindings to foreign roles is
 //! refused (reason on the object, refusal metric labelled by the policy), plugin files the policy does not
 //! allow are not loaded and an update asking for more keeps the running version, while a well-behaved
 //! RayCluster reconciles, and KubeRay's token-auth sample works under the built-in policy.
@@ -34,7 +34,7 @@ const HOSTILE_CHAOS_ENTRY: &str = "
   secrets: {owned: true}
 ";
 
-fn reconciled_message(object: &Value) -> Option<(String, String)> {
+pub(crate) fn reconciled_message(object: &Value) -> Option<(String, String)> {
     let condition = object
         .pointer("/status/conditions")?
         .as_array()?
@@ -54,7 +54,8 @@ fn pod(name: &str, spec: Value) -> Value {
     json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec})
 }
 
-/// (Chaos object name, behaviour, target, object, what the refusal must say)
+/// (Chaos object name, behaviour, target, object, what the refusal must say). The objects are the plugin's
+/// own (`forged`: JSON text in the Chaos spec, not settings its user asked for).
 fn attacks() -> Vec<(&'static str, &'static str, &'static str, Value, &'static str)> {
     let privileged =
         json!({"containers": [{"name": "c", "image": "busybox", "securityContext": {"privileged": true}}]});
@@ -152,7 +153,7 @@ fn attacks() -> Vec<(&'static str, &'static str, &'static str, Value, &'static s
     ]
 }
 
-async fn create_chaos(api: &Api<DynamicObject>, name: &str, spec: Value) {
+pub(crate) async fn create_chaos(api: &Api<DynamicObject>, name: &str, spec: Value) {
     let object: DynamicObject = serde_json::from_value(json!({
         "apiVersion": "testing.kuberay-wasm.io/v1", "kind": "Chaos",
         "metadata": {"name": name}, "spec": spec,
@@ -161,7 +162,7 @@ async fn create_chaos(api: &Api<DynamicObject>, name: &str, spec: Value) {
     api.create(&PostParams::default(), &object).await.unwrap();
 }
 
-async fn victims(client: &kube::Client, ns: &str) -> (Secret, ServiceAccount) {
+pub(crate) async fn victims(client: &kube::Client, ns: &str) -> (Secret, ServiceAccount) {
     let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
     let victim: Secret = serde_json::from_value(json!({
         "metadata": {"name": "victim"}, "stringData": {"password": "hunter2"},
@@ -199,7 +200,7 @@ async fn hostile_content_is_refused_while_a_raycluster_reconciles() {
         create_chaos(
             &chaos,
             name,
-            json!({"behaviour": behaviour, "target": target, "object": object}),
+            json!({"behaviour": behaviour, "target": target, "forged": object.to_string()}),
         )
         .await;
     }

@@ -115,11 +115,13 @@ pub fn reconcile<H: Host>(host: &H, request: Request) -> Result<Outcome, Reconci
     }
 }
 
+/// KubeRay's order, except that the Ingress comes after the head Service it routes to: the host lets an
+/// Ingress route only to a Service the cluster already controls.
 fn run_steps<H: Host>(ctx: &Ctx<'_, H>, first_look: bool) -> Result<(), Failure> {
     objects::reconcile_autoscaler_rbac(ctx)?;
-    objects::reconcile_ingress(ctx, first_look)?;
     auth::reconcile_secret(ctx)?;
     objects::reconcile_head_service(ctx)?;
+    objects::reconcile_ingress(ctx, first_look)?;
     objects::reconcile_headless_service(ctx)?;
     objects::reconcile_serve_service(ctx)?;
     pods::reconcile_pods(ctx)

@@ -12,8 +12,10 @@
 //! - `garbage`: hands the host a create call that is not JSON;
 //! - `print`: writes lines to stdout and stderr;
 //! - `requeue-max`: succeeds but asks to be requeued after the longest duration there is;
-//! - `create` / `apply`: creates or applies `spec.object` as given (a privileged Pod, a hostPath volume, a
-//!   Secret volume it was not granted, a service-account-token Secret, an ExternalName Service, ...);
+//! - `create` / `apply`: creates or applies `spec.object` as given (the user's request: what the user asked
+//!   for), or the object whose JSON text is `spec.forged` (what the plugin invents: the text is a string in the
+//!   user's spec, not a request for any of its settings): a privileged Pod, a hostPath volume, a Secret volume,
+//!   a RayCluster naming someone's token Secret, a NodePort Service selecting another cluster's head, ...;
 //! - `ray`: applies the RayCluster `<name>-ray` from `spec.cluster` (a RayCluster spec) unless `spec.target`
 //!   names another cluster, then sends `GET spec.path` (default `/api/gcs_healthz`) to its head (`spec.role`:
 //!   `dashboard` (default), `serve` or `dashboard-agent`; `spec.via`: `cluster` (default) or `head-pod`) and
@@ -33,7 +35,7 @@ mod identity;
 use kuberay_plugin_sdk::{
     Capability, Host, HostError, Kind, Outcome, Plugin, PluginMetadata, PortRole, RayRequest, RayTarget,
     ReconcileError, Request, Verb,
-    serde_json::{Value, json},
+    serde_json::{self, Value, json},
 };
 
 pub struct Chaos;
@@ -79,9 +81,16 @@ impl Plugin for Chaos {
             reconciles,
             owns: vec![config_maps(), ray_clusters()],
             capabilities: vec![
+                // Apply: objects of its own kind (a custom resource that embeds a pod template).
                 Capability::new(
                     chaos_kind(),
-                    &[Verb::Get, Verb::ApplyStatus, Verb::RecordEvent, Verb::Finalize],
+                    &[
+                        Verb::Get,
+                        Verb::Apply,
+                        Verb::ApplyStatus,
+                        Verb::RecordEvent,
+                        Verb::Finalize,
+                    ],
                 ),
                 Capability::new(
                     config_maps(),
@@ -95,6 +104,13 @@ impl Plugin for Chaos {
                     Kind::new("rbac.authorization.k8s.io", "v1", "RoleBinding"),
                     &[Verb::Apply],
                 ),
+                // What a third-party plugin might be granted, to try the side doors with (provenance tests).
+                Capability::new(
+                    Kind::new("rbac.authorization.k8s.io", "v1", "Role"),
+                    &[Verb::Apply],
+                ),
+                Capability::new(Kind::new("networking.k8s.io", "v1", "Ingress"), &[Verb::Apply]),
+                Capability::new(Kind::new("ray.io", "v1", "RayJob"), &[Verb::Create]),
             ],
             finalizer: None,
             uses_ray_head: true,
@@ -167,11 +183,13 @@ impl Plugin for Chaos {
             "ray" => ray(host, object, name),
             "label-head" => grandchild::label_head(host, object, name),
             "create" => {
-                host.create(object.pointer("/spec/object").unwrap_or(&Value::Null))?;
+                host.create(&target_object(object)?)?;
+                host.apply_status(&json!({"observed": "done"}))?;
                 Ok(Outcome::done())
             }
             "apply" => {
-                host.apply(object.pointer("/spec/object").unwrap_or(&Value::Null))?;
+                host.apply(&target_object(object)?)?;
+                host.apply_status(&json!({"observed": "done"}))?;
                 Ok(Outcome::done())
             }
             "requeue-max" => {
@@ -183,6 +201,14 @@ impl Plugin for Chaos {
                 "unknown behaviour {other:?}"
             ))),
         }
+    }
+}
+
+/// The object to write: `spec.object` (the user's) or the JSON text of `spec.forged` (the plugin's own).
+fn target_object(object: &Value) -> Result<Value, ReconcileError> {
+    match object.pointer("/spec/forged").and_then(Value::as_str) {
+        Some(text) => serde_json::from_str(text).map_err(|e| ReconcileError::InvalidObject(e.to_string())),
+        None => Ok(object.pointer("/spec/object").cloned().unwrap_or(Value::Null)),
     }
 }
 

@@ -1,0 +1,129 @@
+//! Namespace, ownership and adoption: what a plugin writes goes into the reconciled object's namespace under
+//! its control (the rules themselves are the SDK's `ownership::Writer`, which `FakeHost` shares), and which
+//! objects count as the reconciled object's: those it controls, and those an object of a kind the plugin
+//! owns controls on its behalf (checked by uid at both steps; names alone decide nothing).
+
+pub(crate) use kuberay_plugin_sdk::ownership::controlled_by;
+use kuberay_plugin_sdk::{HostError, Kind, ownership::Writer};
+use serde_json::{Value, json};
+
+use super::{Admission, forbidden, str_at};
+use crate::kubernetes::names;
+
+fn controller(object: &Value) -> Option<&Value> {
+    object
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
+}
+
+impl Admission {
+    pub(super) fn writer(&self) -> Writer<'_> {
+        Writer {
+            uid: &self.primary.uid,
+            reconciles: &self.primary.kind,
+            finalizer: self.finalizer.as_deref(),
+        }
+    }
+
+    /// Puts `object` in the reconciled object's namespace under its control, refusing anything else.
+    pub(super) fn own(&self, kind: &Kind, mut object: Value) -> Result<Value, HostError> {
+        let namespace = self.primary.namespace.clone();
+        let owner = kuberay_plugin_sdk::ownership::owner_reference(
+            &self.primary.kind,
+            &self.primary.name,
+            &self.primary.uid,
+        );
+        let meta = object
+            .get_mut("metadata")
+            .and_then(Value::as_object_mut)
+            .ok_or_else(|| HostError::Invalid("object has no metadata".into()))?;
+        if let Some(named) = meta.get("namespace").and_then(Value::as_str) {
+            names::namespace(named).map_err(|e| forbidden(e.to_string()))?;
+            if named != namespace {
+                return Err(forbidden(format!(
+                    "namespace {named} is outside the reconciled object's namespace {namespace}"
+                )));
+            }
+        }
+        meta.insert("namespace".into(), json!(namespace));
+        if let Some(name) = meta.get("name").and_then(Value::as_str) {
+            names::object_name(kind, name).map_err(|e| forbidden(e.to_string()))?;
+        }
+        self.writer()
+            .take_ownership(kind, meta, owner)
+            .map_err(forbidden)?;
+        Ok(object)
+    }
+
+    /// Refuses to write over `live` unless the reconciled object controls it; returns the uid the write must
+    /// find (sent as a precondition: an object deleted and re-created by someone else since is refused), or
+    /// `None` when there is no object yet (then it is created, which fails if one appeared meanwhile).
+    pub(super) fn adoption(
+        &self,
+        kind: &Kind,
+        name: &str,
+        live: Option<&Value>,
+    ) -> Result<Option<String>, HostError> {
+        self.writer()
+            .check_adoption(live)
+            .map_err(|message| forbidden(format!("{kind} {name}: {message}")))?;
+        Ok(live.and_then(|l| str_at(l, "/metadata/uid")).map(str::to_string))
+    }
+
+    /// Whether the reconciled object controls `object`, directly or through an object of a kind it owns.
+    pub(super) async fn owned(&self, object: &Value) -> Result<bool, HostError> {
+        if controlled_by(object, &self.primary.uid) {
+            return Ok(true);
+        }
+        self.controlled_through_owned(object).await
+    }
+
+    /// Whether `object`'s controller is an object of a kind the plugin owns that the reconciled object
+    /// controls: the controller reference's uid is that object's, and that object's controller reference
+    /// carries the reconciled object's uid.
+    pub(crate) async fn controlled_through_owned(&self, object: &Value) -> Result<bool, HostError> {
+        let Some(owner) = controller(object) else {
+            return Ok(false);
+        };
+        let (Some(api_version), Some(kind), Some(name), Some(uid)) = (
+            str_at(owner, "/apiVersion"),
+            str_at(owner, "/kind"),
+            str_at(owner, "/name"),
+            str_at(owner, "/uid"),
+        ) else {
+            return Ok(false);
+        };
+        let kind = Kind::from_api_version(api_version, kind);
+        if !self.grant.owns.contains(&kind) {
+            return Ok(false);
+        }
+        let parent = self.kube.read(&kind, &self.primary.namespace, name).await?;
+        Ok(parent.is_some_and(|p| {
+            !uid.is_empty()
+                && str_at(&p, "/metadata/uid") == Some(uid)
+                && controlled_by(&p, &self.primary.uid)
+        }))
+    }
+
+    /// Whether the object `kind`/`name` exists and the reconciled object controls it (see [`Self::owned`]).
+    pub(super) async fn owned_named(&self, kind: &Kind, name: &str) -> Result<bool, HostError> {
+        if names::object_name(kind, name).is_err() {
+            return Ok(false);
+        }
+        match self.kube.read(kind, &self.primary.namespace, name).await? {
+            Some(object) => self.owned(&object).await,
+            None => Ok(false),
+        }
+    }
+
+    /// Whether `cluster` is a RayCluster of the reconciled object: itself, or one it controls.
+    pub(super) async fn own_cluster(&self, cluster: &str) -> Result<bool, HostError> {
+        let clusters = Kind::new("ray.io", "v1", "RayCluster");
+        if self.primary.kind == clusters && self.primary.name == cluster {
+            return Ok(true);
+        }
+        self.owned_named(&clusters, cluster).await
+    }
+}
