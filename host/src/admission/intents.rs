@@ -97,7 +97,8 @@ impl Admission {
     async fn admit_create(&self, kind: Kind, object: Value) -> Result<Decision, HostError> {
         self.check_names(&kind, None)?;
         let api = self.namespaced(&kind).await?;
-        let object = self.own(&kind, object)?;
+        let delegate = self.delegate(&object).await?;
+        let object = self.own(&kind, object, delegate.as_ref())?;
         self.judge(&kind, &object).await?;
         let name = str_at(&object, "/metadata/name").unwrap_or_default().to_string();
         Ok(Decision::Write(Box::new(Admitted {
@@ -136,13 +137,15 @@ impl Admission {
         self.check_names(&kind, Some(&name))?;
         let api = self.namespaced(&kind).await?;
         let live = self.live(&api, &kind, &name).await?;
+        let delegate = self.delegate(&object).await?;
         if let Some(current) = live.as_ref()
             && !controlled_by(current, &self.primary.uid)
+            && !delegate.as_ref().is_some_and(|d| d.controls(current))
             && self.controlled_through_owned(current).await?
         {
             return self.admit_labels(api, kind, name, &object, current).await;
         }
-        let mut object = self.own(&kind, object)?;
+        let mut object = self.own(&kind, object, delegate.as_ref())?;
         let hash = intent_hash(&object);
         let key = self.key(&kind, &name);
         if let Some(current) = live.as_ref()
@@ -155,7 +158,7 @@ impl Admission {
             });
         }
         self.judge(&kind, &object).await?;
-        let send = match self.adoption(&kind, &name, live.as_ref())? {
+        let send = match self.adoption(&kind, &name, live.as_ref(), delegate.as_ref())? {
             Some(uid) => {
                 if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
                     meta.insert("uid".into(), json!(uid));
@@ -272,9 +275,10 @@ impl Admission {
         let Some(current) = self.kube.read(&kind, &self.primary.namespace, &name).await? else {
             return Ok(gone);
         };
-        // A plugin may delete what its object owns, and its object itself (a RayJob's DeleteSelf policy).
+        // A plugin may delete what its object controls, directly or through an object of a kind it owns, and
+        // its object itself (a RayJob's DeleteSelf policy).
         let is_primary = kind == self.primary.kind && name == self.primary.name;
-        if !is_primary && self.writer().check_delete(&current).is_err() {
+        if !is_primary && self.writer().check_delete(&current).is_err() && !self.controlled_through_owned(&current).await? {
             return Err(forbidden(format!("{kind} {name} is not owned by {}", self.who())));
         }
         let current_uid = str_at(&current, "/metadata/uid").map(str::to_string);

@@ -18,23 +18,72 @@ fn controller(object: &Value) -> Option<&Value> {
         .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
 }
 
+/// The controller a write names instead of the reconciled object: an object of a kind the plugin owns that
+/// the reconciled object controls (verified by uid), so that the written object is controlled by the
+/// reconciled object through it, as KubeRay's RayService makes each RayCluster the owner of that cluster's
+/// serve Service. `reference` is the owner reference the host writes for it.
+#[derive(Debug, Clone)]
+pub(super) struct Delegate {
+    uid: String,
+    reference: Value,
+}
+
+impl Delegate {
+    /// Whether it controls `object`.
+    pub(super) fn controls(&self, object: &Value) -> bool {
+        controlled_by(object, &self.uid)
+    }
+}
+
 impl Admission {
     pub(super) fn writer(&self) -> Writer<'_> {
+        self.writer_for(None)
+    }
+
+    /// The ownership rules of a write whose controller is `delegate`, else the reconciled object.
+    fn writer_for<'a>(&'a self, delegate: Option<&'a Delegate>) -> Writer<'a> {
         Writer {
-            uid: &self.primary.uid,
+            uid: delegate.map_or(&self.primary.uid, |d| &d.uid),
             reconciles: &self.primary.kind,
             finalizer: self.finalizer.as_deref(),
         }
     }
 
-    /// Puts `object` in the reconciled object's namespace under its control, refusing anything else.
-    pub(super) fn own(&self, kind: &Kind, mut object: Value) -> Result<Value, HostError> {
-        let namespace = self.primary.namespace.clone();
-        let owner = kuberay_plugin_sdk::ownership::owner_reference(
-            &self.primary.kind,
-            &self.primary.name,
-            &self.primary.uid,
+    /// The controller `object` names other than the reconciled object, if it is one the plugin may name (see
+    /// [`Delegate`]); `None` otherwise (a foreign owner is then refused by the ownership rules).
+    pub(super) async fn delegate(&self, object: &Value) -> Result<Option<Delegate>, HostError> {
+        let Some(owner) = controller(object).filter(|o| str_at(o, "/uid") != Some(self.primary.uid.as_str()))
+        else {
+            return Ok(None);
+        };
+        if !self.controlled_through_owned_reference(owner).await? {
+            return Ok(None);
+        }
+        let (api_version, kind, name, uid) = (
+            str_at(owner, "/apiVersion").unwrap_or_default(),
+            str_at(owner, "/kind").unwrap_or_default(),
+            str_at(owner, "/name").unwrap_or_default(),
+            str_at(owner, "/uid").unwrap_or_default(),
         );
+        let kind = Kind::from_api_version(api_version, kind);
+        Ok(Some(Delegate {
+            uid: uid.to_string(),
+            reference: kuberay_plugin_sdk::ownership::owner_reference(&kind, name, uid),
+        }))
+    }
+
+    /// Puts `object` in the reconciled object's namespace under its control (or its `delegate`'s), refusing
+    /// anything else.
+    pub(super) fn own(&self, kind: &Kind, mut object: Value, delegate: Option<&Delegate>) -> Result<Value, HostError> {
+        let namespace = self.primary.namespace.clone();
+        let owner = match delegate {
+            Some(d) => d.reference.clone(),
+            None => kuberay_plugin_sdk::ownership::owner_reference(
+                &self.primary.kind,
+                &self.primary.name,
+                &self.primary.uid,
+            ),
+        };
         let meta = object
             .get_mut("metadata")
             .and_then(Value::as_object_mut)
@@ -51,7 +100,7 @@ impl Admission {
         if let Some(name) = meta.get("name").and_then(Value::as_str) {
             names::object_name(kind, name).map_err(|e| forbidden(e.to_string()))?;
         }
-        self.writer()
+        self.writer_for(delegate)
             .take_ownership(kind, meta, owner)
             .map_err(forbidden)?;
         Ok(object)
@@ -65,8 +114,9 @@ impl Admission {
         kind: &Kind,
         name: &str,
         live: Option<&Value>,
+        delegate: Option<&Delegate>,
     ) -> Result<Option<String>, HostError> {
-        self.writer()
+        self.writer_for(delegate)
             .check_adoption(live)
             .map_err(|message| forbidden(format!("{kind} {name}: {message}")))?;
         Ok(live.and_then(|l| str_at(l, "/metadata/uid")).map(str::to_string))
@@ -84,9 +134,15 @@ impl Admission {
     /// controls: the controller reference's uid is that object's, and that object's controller reference
     /// carries the reconciled object's uid.
     pub(crate) async fn controlled_through_owned(&self, object: &Value) -> Result<bool, HostError> {
-        let Some(owner) = controller(object) else {
-            return Ok(false);
-        };
+        match controller(object) {
+            Some(owner) => self.controlled_through_owned_reference(owner).await,
+            None => Ok(false),
+        }
+    }
+
+    /// Whether the owner reference `owner` names an object of a kind the plugin owns that the reconciled
+    /// object controls, by uid.
+    async fn controlled_through_owned_reference(&self, owner: &Value) -> Result<bool, HostError> {
         let (Some(api_version), Some(kind), Some(name), Some(uid)) = (
             str_at(owner, "/apiVersion"),
             str_at(owner, "/kind"),
