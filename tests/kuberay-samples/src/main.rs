@@ -137,6 +137,7 @@ async fn record(
         interval: Duration::from_secs(2),
         quiet: Duration::from_secs(args.quiet_secs),
         confirm: Duration::ZERO,
+        accept_after: Duration::ZERO,
         deadline: Duration::from_secs(args.deadline_secs),
     };
     let mut last = 0;

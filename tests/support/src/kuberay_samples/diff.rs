@@ -127,7 +127,7 @@ fn walk(path: &str, value: &Value, out: &mut BTreeMap<String, String>) {
         Value::Object(map) if !map.is_empty() => {
             for (k, v) in map {
                 let simple = k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-                let child = if simple && !path.starts_with("labels") {
+                let child = if simple && !path.starts_with("labels") && !path.starts_with("annotations") {
                     format!("{path}.{k}")
                 } else {
                     format!("{path}[{k}]")
@@ -161,6 +161,7 @@ mod tests {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
+            annotations: Default::default(),
             finalizers: vec![],
             terminating: false,
             spec: Default::default(),

@@ -8,15 +8,17 @@
 //! - **applied**: the sample's own `ray.io` objects, with what the operator wrote on them.
 //!
 //! Each object becomes an [`Entry`]: kind, name, controller owner (`Kind/name`), its `ray.io/*` and
-//! `app.kubernetes.io/*` labels, finalizers, a few kind-specific facts (`spec`) and, for `ray.io` objects,
-//! the status fields that settle (`status`). Volatile values are left out (uids, times, resourceVersions,
-//! IPs, node ports) or replaced:
+//! `app.kubernetes.io/*` labels, `ray.io/*` annotations, finalizers, a few kind-specific facts (`spec`)
+//! and, for `ray.io` objects, the status fields that settle (`status`). Volatile values are left out
+//! (uids, times, resourceVersions, IPs, node ports) or replaced:
 //!
-//! - the namespace's name by `{namespace}`;
+//! - the namespace's name by `{namespace}`, an object's uid by `{uid of <Kind> <name>}`;
 //! - a generated name (`generateName` plus a random suffix) by `<generateName>*`;
 //! - the random suffix of a RayCluster a RayJob or RayService names `<owner>-<5 characters>` (as an object
 //!   or in the owner's status) by `*`, the minute hash of a RayJob a RayCronJob names `<owner>-<digits>` by
 //!   `*`, and the random suffix of a multi-host worker replica's name (`<group>-<5 characters>`) by `*`;
+//! - the values of [`VOLATILE_ANNOTATIONS`], and the head Pod's template hash of a SidecarMode RayJob (its
+//!   template carries the random submission ID), by `*`;
 //!
 //! everywhere these names appear (other names, owners, label values, selectors). Equal entries are merged
 //! into one with a `count`.
@@ -65,6 +67,16 @@ const SYSTEM_MANAGERS: &[&str] = &[
 
 const RAY_KINDS: &[&str] = &["RayCluster", "RayJob", "RayService", "RayCronJob"];
 
+/// `ray.io/*` annotations whose values change from run to run, recorded as `*`: the time of a RayCronJob's
+/// tick.
+pub const VOLATILE_ANNOTATIONS: &[&str] = &["ray.io/cronjob-scheduled-timestamp"];
+
+/// The container a SidecarMode RayJob adds to its head Pod: its command carries the job's random submission
+/// ID, so the head Pod's `ray.io/upgrade-strategy-recreate-hash` (a hash of the template) changes from run
+/// to run too and is recorded as `*`.
+const SIDECAR_SUBMITTER: &str = "ray-job-submitter";
+const RECREATE_HASH: &str = "ray.io/upgrade-strategy-recreate-hash";
+
 /// The API resources of [`KINDS`].
 pub fn resources() -> Vec<ApiResource> {
     KINDS
@@ -109,6 +121,9 @@ pub struct Entry {
     /// `ray.io/*` and `app.kubernetes.io/*` labels.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
+    /// `ray.io/*` annotations (hashes of specs, versions, markers; see [`VOLATILE_ANNOTATIONS`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub finalizers: Vec<String>,
     /// Being deleted (a `deletionTimestamp`).
@@ -378,6 +393,14 @@ pub fn normalize(
         }
     }
 
+    // A uid in a value (KubeRay's default `ray.io/external-storage-namespace` is the RayCluster's uid).
+    for o in objects {
+        if let Some(uid) = str_at(o, "/metadata/uid") {
+            let whose = format!("{{uid of {} {}}}", kind_of(o), names.norm(name_of(o)));
+            names.add(uid, whose);
+        }
+    }
+
     let entries = |objects: &[&Value]| merge(objects.iter().map(|o| entry(o, &names)).collect());
     Graph {
         sample: sample.to_string(),
@@ -419,6 +442,26 @@ fn entry(object: &Value, names: &Names) -> Entry {
         .filter(|(k, _)| k.starts_with("ray.io/") || k.starts_with("app.kubernetes.io/"))
         .map(|(k, v)| (k.clone(), names.norm(v.as_str().unwrap_or_default())))
         .collect();
+    let annotations = object
+        .pointer("/metadata/annotations")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| k.starts_with("ray.io/"))
+        .map(|(k, v)| {
+            let sidecar_hash = k == RECREATE_HASH
+                && object
+                    .pointer("/spec/containers")
+                    .and_then(Value::as_array)
+                    .is_some_and(|cs| cs.iter().any(|c| c["name"] == SIDECAR_SUBMITTER));
+            let value = if VOLATILE_ANNOTATIONS.contains(&k.as_str()) || sidecar_hash {
+                "*".to_string()
+            } else {
+                names.norm(v.as_str().unwrap_or_default())
+            };
+            (k.clone(), value)
+        })
+        .collect();
     let mut finalizers: Vec<String> = object
         .pointer("/metadata/finalizers")
         .and_then(Value::as_array)
@@ -446,6 +489,7 @@ fn entry(object: &Value, names: &Names) -> Entry {
         count: 1,
         owner,
         labels,
+        annotations,
         finalizers,
         terminating: object.pointer("/metadata/deletionTimestamp").is_some(),
         spec: spec.into_iter().filter(|(_, v)| !is_empty(v)).collect(),
@@ -682,8 +726,8 @@ pub fn spec_facts(kind: &str, object: &Value) -> BTreeMap<String, Value> {
 }
 
 /// The status fields of `ray.io` objects that settle: RayCluster `state`, RayJob `jobDeploymentStatus`,
-/// `jobStatus` and `reason` (a word such as `AppFailed`), RayService `serviceStatus`, and every object's
-/// conditions as `type: status`.
+/// `jobStatus`, `reason` (a word such as `AppFailed`) and the keys of `rayJobInfo` (`"{}"` when empty),
+/// RayService `serviceStatus`, and every object's conditions as `type: status`.
 pub fn status_facts(kind: &str, object: &Value) -> BTreeMap<String, Value> {
     let fields: &[&str] = match kind {
         "RayCluster" => &["state"],
@@ -698,6 +742,13 @@ pub fn status_facts(kind: &str, object: &Value) -> BTreeMap<String, Value> {
         if let Some(v) = status.get(*field).filter(|v| !v.is_null()) {
             facts.insert((*field).to_string(), v.clone());
         }
+    }
+    // KubeRay writes `rayJobInfo: {}` before it knows anything of the job: which keys it has.
+    if let Some(info) = status.get("rayJobInfo").and_then(Value::as_object) {
+        let mut keys: Vec<&String> = info.keys().collect();
+        keys.sort();
+        let keys: Vec<&str> = keys.into_iter().map(String::as_str).collect();
+        facts.insert("rayJobInfo".into(), json!(format!("{{{}}}", keys.join(", "))));
     }
     let conditions: BTreeMap<String, Value> = status["conditions"]
         .as_array()
@@ -821,6 +872,44 @@ mod tests {
         assert!(!graph.created[1].labels.contains_key("other/label"));
         let text = to_golden(&graph);
         assert_eq!(from_golden(&text).unwrap(), graph);
+    }
+
+    #[test]
+    fn uids_and_volatile_annotations_are_replaced() {
+        let mut cluster = json!({"apiVersion": "ray.io/v1", "kind": "RayCluster",
+            "metadata": {"name": "c", "uid": "0f1b7847-ecf7-43a2-9dc2-4994e93fe195"}});
+        let mut head = owned(
+            "Pod",
+            "c-head-abcde",
+            Some("c-head-"),
+            ("RayCluster", "c"),
+            json!({}),
+        );
+        head["metadata"]["annotations"] = json!({
+            "ray.io/external-storage-namespace": "0f1b7847-ecf7-43a2-9dc2-4994e93fe195",
+            "ray.io/upgrade-strategy-recreate-hash": "KCAPPOH95H18NV1JF41S2RNGKVGEA1NV",
+            "ray.io/cronjob-scheduled-timestamp": "2026-12-03T17:29:00Z",
+            "other.io/dropped": "x",
+        });
+        head["spec"] = json!({"containers": [{"name": "ray-head"}, {"name": "ray-job-submitter"}]});
+        cluster["status"] = json!({"state": "ready"});
+        let graph = normalize(
+            "s.yaml",
+            "ns",
+            &BTreeSet::from([applied("RayCluster", "c")]),
+            &[cluster, head],
+        );
+        let annotations = &graph.created[0].annotations;
+        assert_eq!(
+            annotations["ray.io/external-storage-namespace"],
+            "{uid of RayCluster c}"
+        );
+        assert_eq!(
+            annotations["ray.io/upgrade-strategy-recreate-hash"], "*",
+            "a sidecar's head template hash"
+        );
+        assert_eq!(annotations["ray.io/cronjob-scheduled-timestamp"], "*");
+        assert!(!annotations.contains_key("other.io/dropped"));
     }
 
     #[test]

@@ -34,8 +34,11 @@ pub struct Settle {
     pub interval: Duration,
     /// A graph unchanged this long has settled.
     pub quiet: Duration,
-    /// A graph the caller accepts ([`observe`]'s `accept`) must stay accepted this long.
+    /// A graph the caller accepts ([`observe`]'s `accept`) must stay accepted this long,
     pub confirm: Duration,
+    /// and is not accepted before this much time passed (a graph in which the operator did nothing yet may
+    /// equal the expected one).
+    pub accept_after: Duration,
     /// Longest wait for any graph.
     pub deadline: Duration,
 }
@@ -172,7 +175,7 @@ pub async fn observe(
                 } else {
                     settle.quiet
                 };
-                if accept(i, &graph) {
+                if now - start >= settle.accept_after && accept(i, &graph) {
                     let since = *state.accepted_since.get_or_insert(now);
                     if now - since >= settle.confirm {
                         state.done = Some((Ended::Accepted, now - start));
