@@ -10,7 +10,9 @@
 //!   deliberate differences of [`DIFFERENCES`], each of which must still occur.
 //!
 //! The namespaces carry no Pod Security label, as a namespace of a fresh cluster (whose default is
-//! `privileged`). `KUBERAY_SAMPLES=a,b` runs only the samples whose path contains one of those.
+//! `privileged`). A namespace is done when its graph matched for 6 s (not before 20 s), or did not change for
+//! 40 s; the whole run takes one to two and a half minutes. `KUBERAY_SAMPLES=a,b` runs only the samples whose
+//! path contains one of those.
 
 use std::{collections::BTreeMap, fmt::Write as _, path::PathBuf, time::Duration};
 
@@ -31,9 +33,9 @@ use crate::support::{
 };
 
 /// A difference from KubeRay that is deliberate, with the reason. A mismatch is covered when every given
-/// part matches (`"*"` matches any sample, section, kind or name; `field` matches the mismatch's field or a field
-/// under it, and `None` a whole object on one side only). An entry that covers nothing in a run fails the
-/// test, so the table lists exactly the differences that exist.
+/// part matches (`"*"` matches any sample, section, kind or name; `field` matches the mismatch's field or a
+/// field under it, and `None` a whole object on one side only). An entry that covers nothing in a run fails
+/// the test, so the table lists exactly the differences that exist.
 struct Difference {
     samples: &'static [&'static str],
     section: &'static str,
@@ -182,7 +184,7 @@ async fn reconciled_conditions(client: &Client, namespace: &str) -> Vec<Reconcil
 
 /// The refusals the operators logged for objects of `namespace` (each reason once).
 fn logged_refusals(namespace: &str) -> Vec<String> {
-    let mut out: Vec<String> = log_lines(&["refused", &format!("object={namespace}/")])
+    let mut out: Vec<String> = log_lines(&["refused plugin=", &format!("object={namespace}/")])
         .into_iter()
         .filter_map(|line| {
             let object = line
