@@ -29,7 +29,7 @@ help:
 
 ## Prerequisites ------------------------------------------------------------------------------------------
 
-.PHONY: tools control-plane ray apitools grpcurl kuberay-hash kuberay-operator gateway-api wasm-target deploy-tools
+.PHONY: tools control-plane ray apitools grpcurl kuberay-hash kuberay-operator kuberay-operator-v1.7 gateway-api wasm-target deploy-tools
 tools: control-plane ray apitools grpcurl kuberay-hash gateway-api wasm-target deploy-tools
 
 # kube-apiserver, kube-controller-manager, kubectl and etcd from tests/cluster/go.mod, into .local/bin.
@@ -57,6 +57,11 @@ kuberay-hash:
 # of `make scale`. Not part of `make tools`: nothing else needs it.
 kuberay-operator:
 	@bash tests/kuberay-operator/build.sh
+
+# .local/kuberay-v1.7.0/: KubeRay's operator v1.7.0 and its CRDs, for `make kuberay-samples-record`. The module proxy
+# refuses v1.7.0's source, so it is built from a git clone of ray-project/kuberay named by KUBERAY_SRC.
+kuberay-operator-v1.7:
+	@bash tests/kuberay-operator/build-v1.7.sh
 
 # .local/gateway-api-crds: the Gateway API CRDs (GatewayClass, Gateway, HTTPRoute) from the Go module
 # sigs.k8s.io/gateway-api pinned in tests/gateway-api/fetch.sh; the test environment installs them with the
@@ -148,6 +153,16 @@ scale: control-plane kuberay-operator plugins testenv
 	$(CARGO) build --release -p kuberay-wasm --bin kuberay-wasm
 	$(CARGO) build -p kuberay-scale
 	$${CARGO_TARGET_DIR:-target}/debug/kuberay-scale $(SCALE_ARGS)
+
+# The objects KubeRay's operator v1.7.0 creates for each of KubeRay's samples, on a private control plane with fake
+# Ray heads, into tests/fixtures/kuberay-objects/ (committed; `host/tests/all/kuberay_samples.rs` compares ours
+# with them). Needs KUBERAY_SRC the first time (see kuberay-operator-v1.7). Flags through RECORD_ARGS (e.g.
+# RECORD_ARGS="--only ray-job.sample"). Not part of `make test`.
+RECORD_ARGS ?=
+.PHONY: kuberay-samples-record
+kuberay-samples-record: control-plane kuberay-operator-v1.7 gateway-api testenv
+	$(CARGO) build -p kuberay-samples-record
+	$${CARGO_TARGET_DIR:-target}/debug/kuberay-samples-record $(RECORD_ARGS)
 
 ## The demo -----------------------------------------------------------------------------------------------
 

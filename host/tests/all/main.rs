@@ -15,6 +15,7 @@ mod endpoints;
 mod grandchild;
 mod identity;
 mod isolated;
+mod kuberay_samples;
 mod leadership;
 mod limits;
 mod policy;

@@ -73,6 +73,20 @@ pub fn log_line(needles: &[&str]) -> Option<String> {
         .map(str::to_string)
 }
 
+/// Every line the operators logged that contains every `needle`.
+pub fn log_lines(needles: &[&str]) -> Vec<String> {
+    assert!(
+        CAPTURING.get().copied().unwrap_or(false),
+        "log capture is not installed (call env() first)"
+    );
+    let captured = CAPTURED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    captured
+        .lines()
+        .filter(|line| needles.iter().all(|n| line.contains(n)))
+        .map(str::to_string)
+        .collect()
+}
+
 /// Waits until the operators logged a line containing every `needle`, and returns it.
 pub async fn logged(needles: &[&str]) -> String {
     eventually(
@@ -241,6 +255,17 @@ fn free_addr() -> std::net::SocketAddr {
 }
 
 pub async fn start_operator(env: &TestEnv, ns: &TestNamespace, options: OperatorOptions) -> Operator {
+    start_operator_watching(env, vec![ns.name().to_string()], options).await
+}
+
+/// An operator watching several namespaces (`--watch-namespace a,b,...`); its instance name is the first's
+/// unless `options` names one.
+pub async fn start_operator_watching(
+    env: &TestEnv,
+    namespaces: Vec<String>,
+    options: OperatorOptions,
+) -> Operator {
+    let first = namespaces.first().cloned().unwrap_or_default();
     let plugins_dir = scratch_dir("plugins");
     for plugin in &options.plugins {
         install_plugin(&plugins_dir, plugin);
@@ -254,14 +279,14 @@ pub async fn start_operator(env: &TestEnv, ns: &TestNamespace, options: Operator
                 .clone()
                 .unwrap_or_else(|| env.kubeconfig().to_path_buf()),
         )
-        .with_watch_namespaces(vec![ns.name().to_string()])
+        .with_watch_namespaces(namespaces)
         .with_limits(options.timeout, options.memory_mib << 20)
         .with_reload_interval(options.reload)
         .with_cache_dir(&cache_dir)
         .with_addrs(metrics_addr, health_addr)
         .with_kubernetes_proxy(options.use_kubernetes_proxy)
         .with_policy(options.policy.unwrap_or_else(test_policy));
-    config.instance = Some(options.instance.unwrap_or_else(|| format!("test-{}", ns.name())));
+    config.instance = Some(options.instance.unwrap_or_else(|| format!("test-{first}")));
     if let Some(election) = options.leader_election {
         config = config.with_leader_election(election);
     }

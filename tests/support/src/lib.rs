@@ -24,6 +24,7 @@ pub mod identities;
 pub mod images;
 pub mod info;
 pub mod kubelet;
+pub mod kuberay_samples;
 pub mod network;
 pub mod paths;
 pub mod proxy_http;
