@@ -41,10 +41,11 @@ impl Report<'_> {
                 self.failed,
                 self.action,
                 format!(
-                    "Failed to {} {} {}: {e}",
+                    "Failed to {} {} {}: {}",
                     self.action.to_lowercase(),
                     self.what,
-                    self.key
+                    self.key,
+                    e.message()
                 ),
             ),
         };
