@@ -102,3 +102,17 @@ fn the_submission_id_decides_the_hash_of_a_sidecar_mode_cluster() {
     let generated = with_id(None);
     assert_ne!(our_hash(&a), our_hash(&generated));
 }
+
+#[test]
+fn with_a_given_job_id_the_hash_is_kuberay_v1_7s() {
+    // KubeRay v1.7.0's own code, built from its source, for this sample with `jobId: my-job`: the steps of
+    // `constructRayClusterForRayJob` in SidecarMode (GetDefaultSubmitterContainer, BuildJobSubmitCommand,
+    // GetContainerCommand, the three variables, `restartPolicy: Never`), the RayCluster reconciler's
+    // defaulting, then GenerateHashWithoutReplicasAndWorkersToDelete.
+    const KUBERAY: &str = "CTQJGFAHK8SNF4U41UQHG3D4TMQUNJJC";
+    let mut job = sample("ray-job.sidecar-mode.yaml");
+    job["spec"]["jobId"] = json!("my-job");
+    let (cluster, id) = created_cluster(job);
+    assert_eq!(id, "my-job");
+    assert_eq!(our_hash(&cluster), KUBERAY);
+}
