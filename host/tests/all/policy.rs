@@ -412,6 +412,21 @@ async fn token_auth_sample_works_with_the_builtin_policy() {
                     .map(str::to_string)
                     .as_ref()
     }));
+    // KubeRay's token: 32 random bytes in padded standard base64.
+    let token = secret
+        .data
+        .as_ref()
+        .and_then(|d| d.get("auth_token"))
+        .map(|t| t.0.clone())
+        .unwrap_or_default();
+    assert_eq!(token.len(), 44, "{token:?}");
+    assert!(
+        token.ends_with(b"=")
+            && token[..43]
+                .iter()
+                .all(|b| b.is_ascii_alphanumeric() || *b == b'+' || *b == b'/'),
+        "{token:?}"
+    );
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns.name());
     let heads = pods
         .list(

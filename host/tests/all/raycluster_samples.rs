@@ -364,10 +364,15 @@ async fn autoscaler_sample_gets_the_sidecar_and_its_rbac() {
     let account = accounts.get(name).await.expect("the autoscaler ServiceAccount");
     assert_owned_by(&serde_json::to_value(&account).unwrap(), &cluster);
     let role = roles.get(name).await.expect("the autoscaler Role");
-    let rules = serde_json::to_value(&role.rules).unwrap();
-    assert!(
-        rules.to_string().contains("rayclusters") && rules.to_string().contains("pods"),
-        "{rules}"
+    // What Ray's autoscaler uses, on its own RayCluster only (KubeRay's Role covers every RayCluster of the
+    // namespace and adds `watch` on Pods).
+    assert_eq!(
+        serde_json::to_value(&role.rules).unwrap(),
+        serde_json::json!([
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "patch"]},
+            {"apiGroups": [""], "resources": ["pods/resize"], "verbs": ["patch"]},
+            {"apiGroups": ["ray.io"], "resources": ["rayclusters"], "resourceNames": [name], "verbs": ["get", "patch"]}
+        ])
     );
     let binding = bindings.get(name).await.expect("the autoscaler RoleBinding");
     assert_eq!(binding.role_ref.name, name);

@@ -442,7 +442,21 @@ async fn a_suspended_rayjob_releases_its_cluster_and_runs_again_when_resumed() {
     )
     .await
     .unwrap();
-    deployment(&api, "pausable", "Suspended", Duration::from_secs(120)).await;
+    // Reset to Go's empty structs as KubeRay writes them, although server-side apply cannot write `{}` over
+    // the filled objects in one step (the plugin drops them first, then writes them empty).
+    assert!(running["rayJobInfo"]["startTime"].is_string(), "{running}");
+    eventually(
+        "RayJob pausable to be Suspended with empty job info",
+        Duration::from_secs(120),
+        || async {
+            let status = status_of(&api, "pausable").await?;
+            (status["jobDeploymentStatus"] == "Suspended"
+                && status["rayJobInfo"] == json!({})
+                && status["rayClusterStatus"]["head"] == json!({}))
+            .then_some(())
+        },
+    )
+    .await;
     gone(
         &rayclusters(&client, &ns),
         &first_cluster,

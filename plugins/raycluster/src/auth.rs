@@ -3,11 +3,9 @@
 //! the user's (`secretName`) or one the operator generates once; with `enableK8sTokenAuth`, Ray checks
 //! Kubernetes ServiceAccount tokens instead and no Secret is needed.
 
-use std::{
-    collections::BTreeMap,
-    hash::{BuildHasher, Hasher},
-};
+use std::collections::BTreeMap;
 
+use base64::{Engine, engine::general_purpose::STANDARD};
 use k8s_openapi::{
     ByteString,
     api::core::v1::{PodSpec, Secret},
@@ -37,39 +35,17 @@ pub fn configure_pod(spec: &mut PodSpec, cluster: &RayCluster, cluster_name: &st
     }
 }
 
-/// 32 random bytes, base64: from the standard library's randomly keyed SipHash, the only source of
-/// randomness a WASI component has without extra imports (its keys come from the host's random source).
-fn random_token() -> String {
-    let state = std::collections::hash_map::RandomState::new();
-    let mut bytes = Vec::with_capacity(32);
-    for i in 0u64..4 {
-        let mut hasher = state.build_hasher();
-        hasher.write_u64(i);
-        bytes.extend_from_slice(&hasher.finish().to_le_bytes());
-    }
-    base64(&bytes)
-}
+/// How many random bytes a generated token carries (KubeRay's `generateRandomToken(32)`).
+const TOKEN_BYTES: usize = 32;
 
-fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            chunk.get(1).copied().unwrap_or(0),
-            chunk.get(2).copied().unwrap_or(0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                let index = usize::try_from((n >> (18 - 6 * i)) & 63).unwrap_or(0);
-                out.push(char::from(ALPHABET[index]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+/// A new token: 32 bytes from a cryptographically secure source, in standard base64 with padding (44
+/// characters), as KubeRay makes it with Go's `crypto/rand`. In the component the bytes come from WASI's
+/// `wasi:random/random` (the host's secure generator, not the insecure seed std's hash maps are keyed
+/// with); in native tests, from the operating system.
+fn random_token() -> Result<String, getrandom::Error> {
+    let mut bytes = [0u8; TOKEN_BYTES];
+    getrandom::fill(&mut bytes)?;
+    Ok(STANDARD.encode(bytes))
 }
 
 /// Creates the token Secret once when the operator must provide it. Like KubeRay, any `authOptions`
@@ -89,6 +65,11 @@ pub fn reconcile_secret<H: Host>(ctx: &Ctx<'_, H>) -> Result<(), Failure> {
     if ctx.get::<Secret>(&name)?.is_some() {
         return Ok(());
     }
+    let token = random_token().map_err(|e| Failure {
+        replica_failure: None,
+        message: format!("no random bytes for the auth token of {}: {e}", ctx.key()),
+        host_error: true,
+    })?;
     let secret = Secret {
         metadata: ObjectMeta {
             name: Some(name),
@@ -101,7 +82,7 @@ pub fn reconcile_secret<H: Host>(ctx: &Ctx<'_, H>) -> Result<(), Failure> {
         },
         data: Some(BTreeMap::from([(
             TOKEN_SECRET_KEY.to_string(),
-            ByteString(random_token().into_bytes()),
+            ByteString(token.into_bytes()),
         )])),
         ..Secret::default()
     };
@@ -111,21 +92,35 @@ pub fn reconcile_secret<H: Host>(ctx: &Ctx<'_, H>) -> Result<(), Failure> {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
     use super::*;
 
-    #[test]
-    fn base64_matches_the_rfc_vectors() {
-        assert_eq!(base64(b""), "");
-        assert_eq!(base64(b"f"), "Zg==");
-        assert_eq!(base64(b"fo"), "Zm8=");
-        assert_eq!(base64(b"foo"), "Zm9v");
-        assert_eq!(base64(b"foobar"), "Zm9vYmFy");
+    fn token() -> String {
+        random_token().unwrap_or_else(|e| panic!("{e}"))
     }
 
     #[test]
-    fn tokens_are_random() {
-        let (a, b) = (random_token(), random_token());
-        assert_eq!(a.len(), 44);
-        assert_ne!(a, b);
+    fn a_token_is_32_bytes_in_padded_standard_base64() {
+        let token = token();
+        assert_eq!(token.len(), 44);
+        assert!(token.ends_with('='), "{token}");
+        let bytes = STANDARD.decode(&token).unwrap_or_else(|e| panic!("{token}: {e}"));
+        assert_eq!(bytes.len(), TOKEN_BYTES);
+        assert_eq!(STANDARD.encode(&bytes), token);
+    }
+
+    #[test]
+    fn tokens_do_not_repeat() {
+        let tokens: BTreeSet<String> = (0..64).map(|_| token()).collect();
+        assert_eq!(tokens.len(), 64);
+    }
+
+    #[test]
+    fn token_bytes_are_not_constant() {
+        // 32 random bytes all equal to each other has probability 2^-248: a source that returns zeros (or
+        // any fixed byte) fails here.
+        let bytes = STANDARD.decode(token()).unwrap_or_default();
+        assert!(bytes.iter().any(|b| *b != bytes[0]), "{bytes:?}");
     }
 }

@@ -158,14 +158,24 @@ fn rule(group: &str, resource: &str, verbs: &[&str]) -> PolicyRule {
     }
 }
 
-/// What the autoscaler may do: read and label Pods, resize them in place, and patch its RayCluster.
+/// What Ray's autoscaler does with its ServiceAccount (Ray 2.60, `ray/autoscaler/_private/kuberay` and the
+/// v2 KubeRay cloud provider): `get` its RayCluster and JSON-patch its worker groups' `replicas` and
+/// `workersToDelete`; `get` the head Pod and `list` the cluster's Pods by label; and, for in-place Pod
+/// resizing (the `ray.io/ippr` annotation), `patch` a Pod's `ray.io/ippr-status` annotation and its
+/// `resize` subresource. It never watches. KubeRay grants the same on every Pod and RayCluster of the
+/// namespace plus `watch` on Pods; here `rayclusters` is limited to the cluster's own name and `watch` is
+/// left out. Pod names are generated, so the Pod rules cannot be narrowed by name.
 pub fn build_role(id: &Identity) -> Role {
+    let own_cluster = PolicyRule {
+        resource_names: Some(vec![id.name.clone()]),
+        ..rule("ray.io", "rayclusters", &["get", "patch"])
+    };
     Role {
         metadata: meta(names::check_name(&id.name), id),
         rules: Some(vec![
-            rule("", "pods", &["get", "list", "watch", "patch"]),
+            rule("", "pods", &["get", "list", "patch"]),
             rule("", "pods/resize", &["patch"]),
-            rule("ray.io", "rayclusters", &["get", "patch"]),
+            own_cluster,
         ]),
     }
 }
@@ -193,6 +203,28 @@ mod tests {
     use kuberay_crds::AutoscalerOptions;
 
     use super::*;
+
+    #[test]
+    fn the_role_names_the_whole_cluster_name_where_its_own_name_is_cut() {
+        let id = Identity {
+            name: format!("{}-cluster", "a".repeat(60)),
+            namespace: "ns".into(),
+            uid: "u".into(),
+        };
+        let role = build_role(&id);
+        assert_eq!(role.metadata.name, Some(names::check_name(&id.name)));
+        assert_ne!(role.metadata.name.as_deref(), Some(id.name.as_str()));
+        let rules = role.rules.unwrap_or_default();
+        let clusters = rules
+            .iter()
+            .find(|r| r.resources == Some(vec!["rayclusters".to_string()]))
+            .unwrap_or_else(|| panic!("no rayclusters rule in {rules:?}"));
+        assert_eq!(clusters.resource_names, Some(vec![id.name.clone()]));
+        assert_eq!(clusters.verbs, ["get", "patch"]);
+        for rule in &rules {
+            assert!(!rule.verbs.iter().any(|v| v == "watch"), "{rule:?}");
+        }
+    }
 
     #[test]
     fn default_container_matches_kuberay() {

@@ -35,7 +35,7 @@ impl Failure {
     pub fn replica(reason: &'static str, error: &HostError) -> Self {
         Self {
             replica_failure: Some(reason),
-            message: format!("{reason}\n{error}"),
+            message: format!("{reason}\n{}", error.message()),
             host_error: true,
         }
     }

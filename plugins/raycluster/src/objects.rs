@@ -50,7 +50,7 @@ where
             ctx.event(Event::warning(
                 failed,
                 action::CREATE,
-                format!("Failed creating {what} {key}, {e}"),
+                format!("Failed creating {what} {key}, {}", e.message()),
             ));
             Err(e.into())
         }
@@ -164,7 +164,7 @@ pub fn reconcile_ingress<H: Host>(ctx: &Ctx<'_, H>, first_look: bool) -> Result<
             ctx.event(Event::warning(
                 reason::FAILED_TO_UPDATE_INGRESS,
                 action::UPDATE,
-                format!("Failed updating ingress {key}, {e}"),
+                format!("Failed updating ingress {key}, {}", e.message()),
             ));
             Err(e.into())
         }

@@ -6,7 +6,7 @@ use kuberay_crds::{
     constants::{annotations, conditions},
     reasons,
 };
-use kuberay_plugin_sdk::{Event, Host, Kind, LogLevel};
+use kuberay_plugin_sdk::{Event, Host, HostError, Kind, LogLevel};
 use kuberay_rules::labels;
 
 use crate::{
@@ -19,7 +19,7 @@ use crate::{
 };
 
 /// Deletes every Pod that is not already terminating; returns how many it deleted.
-pub fn delete_all<H: Host>(ctx: &Ctx<'_, H>, selector: &str) -> Result<usize, Failure> {
+pub fn delete_all<H: Host>(ctx: &Ctx<'_, H>, selector: &str) -> Result<usize, HostError> {
     let mut deleted = 0;
     for pod in ctx.pods(selector)? {
         if !pod_state::terminating(&pod) {
@@ -44,12 +44,13 @@ fn delete_all_or_fail<H: Host>(ctx: &Ctx<'_, H>, why: &str) -> Result<(), Failur
             ctx.event(Event::warning(
                 reason::FAILED_TO_DELETE_POD_COLLECTION,
                 action::DELETE,
-                format!("Failed deleting Pods for RayCluster {}, {}", ctx.key(), e.message),
+                format!(
+                    "Failed deleting Pods for RayCluster {}, {}",
+                    ctx.key(),
+                    e.message()
+                ),
             ));
-            Err(Failure {
-                replica_failure: Some(reasons::FAILED_DELETE_ALL_PODS),
-                ..e
-            })
+            Err(Failure::replica(reasons::FAILED_DELETE_ALL_PODS, &e))
         }
     }
 }
@@ -112,7 +113,7 @@ fn reconcile_head<H: Host>(ctx: &Ctx<'_, H>, heads: &[Pod], hash: &str) -> Resul
                 ctx.event(Event::warning(
                     reason::FAILED_TO_DELETE_HEAD_POD,
                     action::DELETE,
-                    format!("Failed deleting head Pod {key}; {why}, {e}"),
+                    format!("Failed deleting head Pod {key}; {why}, {}", e.message()),
                 ));
                 return Err(Failure::replica(reasons::FAILED_DELETE_HEAD_POD, &e));
             }
@@ -169,9 +170,10 @@ fn create_head<H: Host>(ctx: &Ctx<'_, H>, hash: &str) -> Result<(), Failure> {
                 reason::FAILED_TO_CREATE_HEAD_POD,
                 action::CREATE,
                 format!(
-                    "Failed to create head Pod {}/{}, {e}",
+                    "Failed to create head Pod {}/{}, {}",
                     ctx.id.namespace,
-                    pod.metadata.generate_name.as_deref().unwrap_or_default()
+                    pod.metadata.generate_name.as_deref().unwrap_or_default(),
+                    e.message()
                 ),
             ));
             Err(Failure::replica(reasons::FAILED_CREATE_HEAD_POD, &e))

@@ -186,10 +186,8 @@ pub fn cleanup<H: Host>(ctx: &Ctx<'_, H>) -> Result<Outcome, ReconcileError> {
         return remove_finalizer(ctx);
     }
     let name = &ctx.id.name;
-    let deleted = pods::delete_all(ctx, &labels::head_pods(name))
-        .map_err(|f| ReconcileError::Transient(f.message))?
-        + pods::delete_all(ctx, &labels::worker_pods(name))
-            .map_err(|f| ReconcileError::Transient(f.message))?;
+    let deleted =
+        pods::delete_all(ctx, &labels::head_pods(name))? + pods::delete_all(ctx, &labels::worker_pods(name))?;
     let heads = ctx.pods(&labels::head_pods(name))?;
     if let Some(head) = heads.first() {
         ctx.log(
@@ -266,7 +264,7 @@ pub fn cleanup<H: Host>(ctx: &Ctx<'_, H>) -> Result<Outcome, ReconcileError> {
             ctx.event(Event::warning(
                 reason::FAILED_TO_CREATE_REDIS_CLEANUP_JOB,
                 action::CREATE,
-                format!("Failed to create Redis cleanup Job {key}, {e}"),
+                format!("Failed to create Redis cleanup Job {key}, {}", e.message()),
             ));
             Err(e.into())
         }

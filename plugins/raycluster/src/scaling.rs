@@ -39,7 +39,7 @@ pub fn delete_worker<H: Host>(ctx: &Ctx<'_, H>, pod: &Pod, note: String) -> Resu
             ctx.event(Event::warning(
                 reason::FAILED_TO_DELETE_WORKER_POD,
                 action::DELETE,
-                format!("Failed deleting worker Pod {}, {e}", key(ctx, pod)),
+                format!("Failed deleting worker Pod {}, {}", key(ctx, pod), e.message()),
             ));
             Err(Failure::replica(reasons::FAILED_DELETE_WORKER_POD, &e))
         }
@@ -68,7 +68,11 @@ pub(crate) fn create_worker<H: Host>(
             ctx.event(Event::warning(
                 reason::FAILED_TO_CREATE_WORKER_POD,
                 action::CREATE,
-                format!("Failed to create worker Pod for the cluster {}, {e}", ctx.key()),
+                format!(
+                    "Failed to create worker Pod for the cluster {}, {}",
+                    ctx.key(),
+                    e.message()
+                ),
             ));
             Err(Failure::replica(reasons::FAILED_CREATE_WORKER_POD, &e))
         }
@@ -112,8 +116,9 @@ pub fn reconcile_group<H: Host>(
                     reason::FAILED_TO_DELETE_WORKER_POD_COLLECTION,
                     action::DELETE,
                     format!(
-                        "Failed deleting worker Pods for suspended group {name} in RayCluster {}, {e}",
-                        ctx.key()
+                        "Failed deleting worker Pods for suspended group {name} in RayCluster {}, {}",
+                        ctx.key(),
+                        e.message()
                     ),
                 ));
                 Failure::replica(reasons::FAILED_DELETE_WORKER_POD, &e)

@@ -2,6 +2,7 @@
 
 mod common;
 
+use base64::{Engine, engine::general_purpose::STANDARD};
 use common::*;
 use kuberay_plugin_sdk::{Kind, serde_json::json, testing::Write};
 
@@ -24,11 +25,14 @@ fn a_generated_token_reaches_every_ray_process() {
         secrets[0]["metadata"]["labels"],
         json!({"ray.io/cluster": "raycluster-sample"})
     );
-    assert!(
-        secrets[0]["data"]["auth_token"]
-            .as_str()
-            .is_some_and(|t| !t.is_empty())
-    );
+    // The Secret's data is base64 (as the API stores it) of the token, itself base64 of 32 random bytes.
+    let data = secrets[0]["data"]["auth_token"].as_str().unwrap_or_default();
+    let token = STANDARD.decode(data).unwrap_or_else(|e| panic!("{data}: {e}"));
+    assert_eq!(token.len(), 44);
+    let random = STANDARD
+        .decode(&token)
+        .unwrap_or_else(|e| panic!("{token:?}: {e}"));
+    assert_eq!(random.len(), 32);
 
     let token_ref = json!({"secretKeyRef": {"name": "raycluster-sample", "key": "auth_token"}});
     let head = &heads(&host)[0];

@@ -139,9 +139,14 @@ fn rbac_for_the_autoscaler() {
     assert_eq!(
         role["rules"],
         json!([
-            {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "patch"]},
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "patch"]},
             {"apiGroups": [""], "resources": ["pods/resize"], "verbs": ["patch"]},
-            {"apiGroups": ["ray.io"], "resources": ["rayclusters"], "verbs": ["get", "patch"]}
+            {
+                "apiGroups": ["ray.io"],
+                "resources": ["rayclusters"],
+                "resourceNames": ["raycluster-sample"],
+                "verbs": ["get", "patch"]
+            }
         ])
     );
     let binding = first(&host, Kind::new("rbac.authorization.k8s.io", "v1", "RoleBinding"));

@@ -109,7 +109,7 @@ fn create<H: Host>(host: &H, cronjob: &RayCronJob, tick: i64) -> Result<(), Reco
             Ok(())
         }
         Err(e) => {
-            let note = format!("Failed to create RayJob {key}: {e}");
+            let note = format!("Failed to create RayJob {key}: {}", e.message());
             record(
                 host,
                 &Event::warning(

@@ -96,7 +96,7 @@ pub fn get_or_create<H: Host>(
             ctx.event(Event::warning(
                 reason::FAILED_TO_CREATE_RAYCLUSTER,
                 action::CREATE,
-                format!("Failed to create RayCluster {key}: {e}"),
+                format!("Failed to create RayCluster {key}: {}", e.message()),
             ));
             Err(e.into())
         }
@@ -136,7 +136,7 @@ pub fn delete<H: Host>(ctx: &Ctx<'_, H>, job_status: &RayJobStatus) -> Result<bo
             ctx.event(Event::warning(
                 reason::FAILED_TO_DELETE_RAYCLUSTER,
                 action::DELETE,
-                format!("Failed to delete cluster {key}: {e}"),
+                format!("Failed to delete cluster {key}: {}", e.message()),
             ));
             Err(e.into())
         }

@@ -130,7 +130,7 @@ pub fn reconcile<H: Host>(ctx: &Ctx<'_, H>, cluster: &RayCluster) -> Result<(), 
             ctx.event(Event::warning(
                 failed_reason,
                 act,
-                format!("Failed to {verb} the service {key}, {e}"),
+                format!("Failed to {verb} the service {key}, {}", e.message()),
             ));
             Err(e.into())
         }

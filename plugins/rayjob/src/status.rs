@@ -1,13 +1,21 @@
 //! The RayJob's status: read with KubeRay's defaults (an absent field is the Go zero value), written only
 //! through `apply_status` and only when something changed. Because a server-side apply of the status removes
 //! what it leaves out, every write carries the whole status, normalized so that what the plugin computes and
-//! what it reads back compare equal: empty values are left out (Go's `omitempty`) and times are whole seconds.
+//! what it reads back compare equal, and shaped as Go's `json.Marshal` of KubeRay's `RayJobStatus` writes it:
+//! empty values are left out (`omitempty`) and times are whole seconds, except the two fields that are Go
+//! structs rather than pointers, which `omitempty` never leaves out: `rayJobInfo` is `{}` until Ray reports
+//! the job's times, and `rayClusterStatus` has its four resource quantities (`"0"` when unknown) and `head`
+//! (`{}`), from KubeRay's very first status write on (before the cluster has a status, and again after a
+//! suspension or a retry resets it).
 
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kuberay_crds::{
-    JobDeploymentStatus, JobFailedReason, JobStatus, RayClusterStatus, RayJob, RayJobStatus, RayJobStatusInfo,
+    HeadInfo, JobDeploymentStatus, JobFailedReason, JobStatus, RayClusterStatus, RayJob, RayJobStatus,
+    RayJobStatusInfo,
 };
 use kuberay_plugin_sdk::{Host, ReconcileError};
 use kuberay_rules::time;
+use serde_json::Value;
 
 use crate::context::Ctx;
 
@@ -41,7 +49,7 @@ pub fn fail(status: &mut RayJobStatus, reason: JobFailedReason, message: String)
     status.message = Some(message);
 }
 
-/// The status as the plugin writes it: Go's zero values left out.
+/// The status as the plugin writes it: Go's zero values left out, Go's struct fields always there.
 pub fn normalized(mut status: RayJobStatus) -> RayJobStatus {
     let empty = |s: &mut Option<String>| {
         if s.as_deref() == Some("") {
@@ -61,12 +69,23 @@ pub fn normalized(mut status: RayJobStatus) -> RayJobStatus {
     if status.reason.as_ref().is_some_and(|r| r.as_str().is_empty()) {
         status.reason = None;
     }
-    if status.ray_cluster_status == Some(RayClusterStatus::default()) {
-        status.ray_cluster_status = None;
+    status.ray_cluster_status = Some(go_cluster_status(status.ray_cluster_status.unwrap_or_default()));
+    status.ray_job_info.get_or_insert_with(RayJobStatusInfo::default);
+    status
+}
+
+/// A copy of a cluster's status as Go writes KubeRay's `RayClusterStatus`: the resource quantities are
+/// Go structs (`"0"` when zero) and `head` one too (`{}`); everything else is `omitempty` already.
+fn go_cluster_status(mut status: RayClusterStatus) -> RayClusterStatus {
+    for quantity in [
+        &mut status.desired_cpu,
+        &mut status.desired_memory,
+        &mut status.desired_gpu,
+        &mut status.desired_tpu,
+    ] {
+        quantity.get_or_insert_with(|| Quantity("0".into()));
     }
-    if status.ray_job_info == Some(RayJobStatusInfo::default()) {
-        status.ray_job_info = None;
-    }
+    status.head.get_or_insert_with(HeadInfo::default);
     status
 }
 
@@ -103,12 +122,51 @@ pub fn settle(job: &RayJob, old: &RayJobStatus, new: &mut RayJobStatus, now: i64
 /// Writes `new` unless the RayJob already has exactly this status; returns whether it wrote.
 pub fn write<H: Host>(ctx: &Ctx<'_, H>, new: RayJobStatus) -> Result<bool, ReconcileError> {
     let new = normalized(new);
+    // A status without the fields Go always writes (one an earlier version of this plugin wrote) is
+    // rewritten once, although it means the same.
     if let Some(current) = &ctx.job.status
+        && current.ray_job_info.is_some()
+        && current.ray_cluster_status.is_some()
         && normalized(current.clone()) == new
     {
         return Ok(false);
     }
     let json = serde_json::to_value(&new)?;
+    let emptied = emptied(ctx.job.status.as_ref(), &new);
+    if !emptied.is_empty() {
+        // Server-side apply turns `{}` written over an object whose fields it wrote before into `null`,
+        // which the schema refuses (kubernetes/kubernetes#104694); KubeRay's update has no such problem.
+        // So such an object is removed first and then written empty.
+        let mut without = json.clone();
+        for (parent, field) in emptied {
+            if let Some(object) = without.pointer_mut(parent).and_then(Value::as_object_mut) {
+                object.remove(field);
+            }
+        }
+        ctx.host.apply_status(&without)?;
+    }
     ctx.host.apply_status(&json)?;
     Ok(true)
+}
+
+/// The always-written objects (as the parent's JSON pointer and the field) that `new` empties where
+/// `current` has something in them.
+fn emptied(current: Option<&RayJobStatus>, new: &RayJobStatus) -> Vec<(&'static str, &'static str)> {
+    let Some(current) = current else {
+        return Vec::new();
+    };
+    let filled = |info: Option<&RayJobStatusInfo>| info.is_some_and(|i| *i != RayJobStatusInfo::default());
+    let head_filled = |status: Option<&RayClusterStatus>| {
+        status
+            .and_then(|s| s.head.as_ref())
+            .is_some_and(|h| *h != HeadInfo::default())
+    };
+    let mut fields = Vec::new();
+    if filled(current.ray_job_info.as_ref()) && !filled(new.ray_job_info.as_ref()) {
+        fields.push(("", "rayJobInfo"));
+    }
+    if head_filled(current.ray_cluster_status.as_ref()) && !head_filled(new.ray_cluster_status.as_ref()) {
+        fields.push(("/rayClusterStatus", "head"));
+    }
+    fields
 }

@@ -67,8 +67,9 @@ pub fn reconcile<H: Host>(
         )),
         Err(e) => {
             let message = format!(
-                "Failed to update the serve label to {wanted:?} for the Head Pod {}: {e}",
-                ctx.key(&pod)
+                "Failed to update the serve label to {wanted:?} for the Head Pod {}: {}",
+                ctx.key(&pod),
+                e.message()
             );
             ctx.log(LogLevel::Warn, &message);
             ctx.event(&Event::warning(

@@ -41,10 +41,11 @@ impl Report<'_> {
                 self.failed,
                 self.action,
                 format!(
-                    "Failed to {} {} {}: {e}",
+                    "Failed to {} {} {}: {}",
                     self.action.to_lowercase(),
                     self.what,
-                    self.key
+                    self.key,
+                    e.message()
                 ),
             ),
         };
@@ -107,6 +108,7 @@ mod tests {
         assert_eq!(events[0].related, Some((kind, "s".into())));
         assert_eq!(events[1].event_type, EventType::Warning);
         assert_eq!(events[1].reason, "FailedToCreateService");
-        assert!(events[1].note.starts_with("Failed to create service ns/s: "));
+        // The API server's message alone, as KubeRay's events carry it (not "conflict: exists").
+        assert_eq!(events[1].note, "Failed to create service ns/s: exists");
     }
 }

@@ -19,6 +19,22 @@ pub enum HostError {
     Internal(String),
 }
 
+impl HostError {
+    /// The error's text without the prefix naming its kind (`invalid: `, `unavailable: `, ...): for an
+    /// error of the API server, its own message, which is what KubeRay's conditions and events carry
+    /// where Go's client returns the API server's error.
+    pub fn message(&self) -> &str {
+        match self {
+            Self::Forbidden(m)
+            | Self::NotFound(m)
+            | Self::Conflict(m)
+            | Self::Invalid(m)
+            | Self::Unavailable(m)
+            | Self::Internal(m) => m,
+        }
+    }
+}
+
 /// Why a reconcile did not complete.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ReconcileError {
@@ -39,5 +55,27 @@ impl From<HostError> for ReconcileError {
 impl From<serde_json::Error> for ReconcileError {
     fn from(e: serde_json::Error) -> Self {
         Self::Transient(format!("JSON: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_message_is_the_text_without_the_kind() {
+        let text = "pods \"h\" is forbidden: violates PodSecurity \"baseline:latest\"";
+        for error in [
+            HostError::Forbidden(text.into()),
+            HostError::NotFound(text.into()),
+            HostError::Conflict(text.into()),
+            HostError::Invalid(text.into()),
+            HostError::Unavailable(text.into()),
+            HostError::Internal(text.into()),
+        ] {
+            assert_eq!(error.message(), text);
+            assert!(error.to_string().ends_with(text));
+            assert_ne!(error.to_string(), text);
+        }
     }
 }

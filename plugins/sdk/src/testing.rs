@@ -46,6 +46,8 @@ pub struct FakeHost {
     finalizer: Option<String>,
     grandchild_labels: BTreeSet<String>,
     unserved: RefCell<BTreeSet<Kind>>,
+    refused: RefCell<BTreeMap<Kind, HostError>>,
+    statuses: RefCell<Vec<Value>>,
 }
 
 impl FakeHost {
@@ -79,6 +81,8 @@ impl FakeHost {
             finalizer: None,
             grandchild_labels: BTreeSet::new(),
             unserved: RefCell::default(),
+            refused: RefCell::default(),
+            statuses: RefCell::default(),
         }
     }
 
@@ -110,6 +114,24 @@ impl FakeHost {
     /// with `NotFound`, as the real host's discovery does.
     pub fn unserve(&self, kind: Kind) {
         self.unserved.borrow_mut().insert(kind);
+    }
+
+    /// Makes the fake API server refuse every create and apply of `kind` with `error` (an admission
+    /// webhook, Pod Security admission or a quota saying no), after the host's own rules passed; `None`
+    /// accepts them again.
+    pub fn refuse_writes(&self, kind: Kind, error: Option<HostError>) {
+        let mut refused = self.refused.borrow_mut();
+        match error {
+            Some(error) => refused.insert(kind, error),
+            None => refused.remove(&kind),
+        };
+    }
+
+    fn admitted(&self, kind: &Kind) -> Result<(), HostError> {
+        match self.refused.borrow().get(kind) {
+            Some(error) => Err(error.clone()),
+            None => Ok(()),
+        }
     }
 
     fn served(&self, kind: &Kind) -> Result<(), HostError> {
@@ -187,6 +209,12 @@ impl FakeHost {
         self.writes.borrow_mut().clear();
         self.events.borrow_mut().clear();
         self.lists.borrow_mut().clear();
+        self.statuses.borrow_mut().clear();
+    }
+
+    /// Every status the plugin applied since the last [`FakeHost::clear_writes`], in order.
+    pub fn applied_statuses(&self) -> Vec<Value> {
+        self.statuses.borrow().clone()
     }
 
     /// Every `list` the plugin made since the last [`FakeHost::clear_writes`], in order: kind and selector.
@@ -364,6 +392,7 @@ impl Host for FakeHost {
     fn create(&self, object: &Value) -> Result<Value, HostError> {
         let (kind, mut object) = self.adopt(object)?;
         self.served(&kind)?;
+        self.admitted(&kind)?;
         let name = match object.pointer("/metadata/name").and_then(Value::as_str) {
             Some(name) => name.to_string(),
             None => {
@@ -410,6 +439,7 @@ impl Host for FakeHost {
             w.check_adoption(current.as_ref())
                 .map_err(|e| format!("{kind} {name}: {e}"))
         })?;
+        self.admitted(&kind)?;
         let uid = current.and_then(|o| o.pointer("/metadata/uid").cloned());
         let uid = uid.unwrap_or_else(|| json!(self.next("uid")));
         if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
@@ -425,6 +455,7 @@ impl Host for FakeHost {
             map.insert("status".into(), status.clone());
         }
         self.writes.borrow_mut().push(Write::ApplyStatus);
+        self.statuses.borrow_mut().push(status.clone());
         Ok(())
     }
 

@@ -101,7 +101,10 @@ fn suspend_workers<H: Host>(ctx: &Ctx<'_, H>, job_status: &RayJobStatus) -> Resu
             ctx.event(Event::warning(
                 reason::FAILED_TO_UPDATE_RAYCLUSTER,
                 action::UPDATE,
-                format!("Failed to suspend worker groups in cluster {key}: {e}"),
+                format!(
+                    "Failed to suspend worker groups in cluster {key}: {}",
+                    e.message()
+                ),
             ));
             Err(e.into())
         }

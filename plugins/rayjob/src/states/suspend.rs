@@ -98,7 +98,7 @@ fn delete_submitter<H: Host>(ctx: &Ctx<'_, H>) -> Result<bool, ReconcileError> {
             ctx.event(Event::warning(
                 reason::FAILED_TO_DELETE_RAYJOB_SUBMITTER,
                 action::DELETE,
-                format!("Failed to delete submitter K8s Job {key}: {e}"),
+                format!("Failed to delete submitter K8s Job {key}: {}", e.message()),
             ));
             Err(e.into())
         }

@@ -130,7 +130,7 @@ pub fn create_if_needed<H: Host>(
             ctx.event(Event::warning(
                 reason::FAILED_TO_CREATE_RAYJOB_SUBMITTER,
                 action::CREATE,
-                format!("Failed to create new Kubernetes Job {key}: {e}"),
+                format!("Failed to create new Kubernetes Job {key}: {}", e.message()),
             ));
             Err(e.into())
         }

@@ -165,3 +165,21 @@ fn grandchildren_get_nothing_but_listed_labels_and_others_nothing_at_all() {
     grandchildren(&unlisted);
     assert!(forbidden(unlisted.apply(&label("c-head", "ray.io/serve"))).contains("grandchildLabels"));
 }
+
+#[test]
+fn refused_writes_fail_with_the_api_servers_error_until_accepted_again() {
+    let host = host();
+    let kind = Kind::new("", "v1", "Service");
+    let refusal = HostError::Invalid("services \"s\" is forbidden: exceeded quota".into());
+    host.refuse_writes(kind.clone(), Some(refusal.clone()));
+    assert_eq!(host.create(&service("s", json!([]))), Err(refusal.clone()));
+    assert_eq!(host.apply(&service("s", json!([]))), Err(refusal));
+    assert!(host.objects(&kind).is_empty());
+    assert!(host.writes().is_empty());
+    // The host's own rules still come first.
+    let foreign = json!([{"kind": "RayCluster", "name": "victim", "uid": "victim-uid"}]);
+    forbidden(host.create(&service("s", foreign)));
+    host.refuse_writes(kind.clone(), None);
+    assert!(host.create(&service("s", json!([]))).is_ok());
+    assert_eq!(host.objects(&kind).len(), 1);
+}
