@@ -278,7 +278,10 @@ impl Admission {
         // A plugin may delete what its object controls, directly or through an object of a kind it owns, and
         // its object itself (a RayJob's DeleteSelf policy).
         let is_primary = kind == self.primary.kind && name == self.primary.name;
-        if !is_primary && self.writer().check_delete(&current).is_err() && !self.controlled_through_owned(&current).await? {
+        if !is_primary
+            && self.writer().check_delete(&current).is_err()
+            && !self.controlled_through_owned(&current).await?
+        {
             return Err(forbidden(format!("{kind} {name} is not owned by {}", self.who())));
         }
         let current_uid = str_at(&current, "/metadata/uid").map(str::to_string);

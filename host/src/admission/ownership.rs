@@ -74,7 +74,12 @@ impl Admission {
 
     /// Puts `object` in the reconciled object's namespace under its control (or its `delegate`'s), refusing
     /// anything else.
-    pub(super) fn own(&self, kind: &Kind, mut object: Value, delegate: Option<&Delegate>) -> Result<Value, HostError> {
+    pub(super) fn own(
+        &self,
+        kind: &Kind,
+        mut object: Value,
+        delegate: Option<&Delegate>,
+    ) -> Result<Value, HostError> {
         let namespace = self.primary.namespace.clone();
         let owner = match delegate {
             Some(d) => d.reference.clone(),

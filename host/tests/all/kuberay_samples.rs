@@ -48,6 +48,16 @@ struct Difference {
 /// The deliberate differences from KubeRay v1.7.0, in one place.
 const DIFFERENCES: &[Difference] = &[
     Difference {
+        samples: &["*"],
+        section: "created",
+        kind: "Role",
+        name: "*",
+        field: Some("spec.rules"),
+        reason: "the autoscaler's Role is scoped to its cluster: `rayclusters` only by `resourceNames: [<cluster>]`, \
+                 and no `watch` on Pods, which Ray's autoscaler never uses (README, \"Where the plugins differ from \
+                 KubeRay\")",
+    },
+    Difference {
         samples: &[
             "ray-cluster.embedded-gcs-ft.yaml",
             "ray-cluster.historyserver.yaml",

@@ -129,10 +129,6 @@ pub fn delete<H: Host>(ctx: &Ctx<'_, H>, cluster: &RayCluster) -> Result<(), Hos
         name: &name,
         key: &key,
     };
-    report.run(ctx.host, || ctx.host.delete_object(cluster))?;
-    // An incremental upgrade's per-cluster serve Service goes with its cluster.
-    if incremental::enabled(&ctx.service) {
-        incremental::delete_cluster_service(ctx, &name)?;
-    }
-    Ok(())
+    // An incremental upgrade's per-cluster serve Service is controlled by the cluster and goes with it.
+    report.run(ctx.host, || ctx.host.delete_object(cluster))
 }

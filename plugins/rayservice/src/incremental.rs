@@ -11,13 +11,12 @@
 //! and the time of the last traffic step from the RayService's status, the readiness of the Gateway and the
 //! HTTPRoute from their status (written by the Gateway controller). Nothing is kept between reconciles.
 
-use k8s_openapi::api::core::v1::Service;
 use kuberay_crds::{
     RayCluster, RayService, RayServiceStatus, RayServiceStatuses, RayServiceUpgradeType,
     constants::{annotations, conditions as types},
     reasons,
 };
-use kuberay_plugin_sdk::{Event, Host, HostError, Kind, LogLevel, TypedHost, ownership};
+use kuberay_plugin_sdk::{Event, Host, HostError, Kind, LogLevel, ownership};
 use kuberay_rules::{
     consts::{self as rules, action},
     hash,
@@ -31,7 +30,6 @@ use crate::{
     conditions::{self, TRUE},
     consts::{RECONCILE_ACTION, reason},
     context::Ctx,
-    services,
     status::cluster_name,
 };
 
@@ -757,13 +755,4 @@ pub fn routed_clusters<H: Host>(ctx: &Ctx<'_, H>) -> Result<Vec<String>, HostErr
         .filter(|(_, _, weight)| *weight > 0)
         .filter_map(|(name, _, _)| name.strip_suffix("-serve-svc").map(str::to_string))
         .collect())
-}
-
-/// Deletes the per-cluster serve Service of a cluster that is being deleted.
-pub fn delete_cluster_service<H: Host>(ctx: &Ctx<'_, H>, cluster: &str) -> Result<(), HostError> {
-    let name = cluster_serve_service(cluster);
-    match ctx.host.get_as::<Service>(&name)? {
-        Some(service) => services::delete(ctx, &service),
-        None => Ok(()),
-    }
 }

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::{
     api::core::v1::{Service, ServicePort, ServiceSpec},
-    apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference},
 };
 use kuberay_crds::{
     RayCluster,
@@ -177,11 +177,25 @@ pub fn serve_service<H: Host>(ctx: &Ctx<'_, H>, cluster: &RayCluster) -> Result<
         serve_service_name(ctx)
     });
     meta.namespace = None;
-    meta.owner_references = None;
+    // With incremental upgrades each cluster's serve Service is controlled by that cluster (KubeRay's
+    // `SetControllerReference(rayCluster, svc)`), so it goes with it; the host checks that the RayService
+    // controls the cluster.
+    meta.owner_references = incremental.then(|| vec![cluster_owner(cluster)]);
     meta.resource_version = None;
     meta.uid = None;
     service.status = None;
     Ok(service)
+}
+
+fn cluster_owner(cluster: &RayCluster) -> OwnerReference {
+    OwnerReference {
+        api_version: "ray.io/v1".into(),
+        kind: "RayCluster".into(),
+        name: cluster.metadata.name.clone().unwrap_or_default(),
+        uid: cluster.metadata.uid.clone().unwrap_or_default(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    }
 }
 
 /// Writes `intent` unless the Service exists and already points at the same cluster.

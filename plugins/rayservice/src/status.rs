@@ -113,11 +113,9 @@ pub fn calculate<H: Host>(
         endpoints::count(ctx.host, &services::serve_service_name(ctx))?
     });
     conditions_of(ctx, status);
-    status.service_status = Some(if conditions::is_true(status, types::RAY_SERVICE_READY) {
-        ServiceStatus::Running
-    } else {
-        ServiceStatus::NotRunning
-    });
+    // KubeRay's `NotRunning` is the empty string, which its JSON leaves out.
+    status.service_status =
+        conditions::is_true(status, types::RAY_SERVICE_READY).then_some(ServiceStatus::Running);
     Ok(())
 }
 

@@ -4,9 +4,7 @@
 //! is written the deletion runs to its end whatever the spec says.
 
 use k8s_openapi::api::core::v1::Service;
-use kuberay_crds::{
-    RayServiceStatus, RayServiceStatuses, ServiceStatus, constants::conditions as types, reasons,
-};
+use kuberay_crds::{RayServiceStatus, RayServiceStatuses, constants::conditions as types, reasons};
 use kuberay_plugin_sdk::{Host, HostError, TypedHost};
 
 use crate::{
@@ -149,7 +147,8 @@ fn start<H: Host>(ctx: &Ctx<'_, H>, status: &mut RayServiceStatuses) {
     status.active_service_status = Some(RayServiceStatus::default());
     status.pending_service_status = Some(RayServiceStatus::default());
     status.num_serve_endpoints = Some(0);
-    status.service_status = Some(ServiceStatus::NotRunning);
+    // KubeRay's `NotRunning`, the empty string its JSON leaves out.
+    status.service_status = None;
 }
 
 /// Deletes the owned clusters and Services; true when none was left to delete.

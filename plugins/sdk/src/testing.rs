@@ -272,7 +272,47 @@ impl FakeHost {
 
     /// Applies `rule` with the host's ownership rules for this reconcile.
     fn rules<T>(&self, rule: impl FnOnce(&Writer<'_>) -> Result<T, String>) -> Result<T, HostError> {
-        let uid = self.primary_uid();
+        self.rules_for(None, rule)
+    }
+
+    /// The controller `object` names instead of the reconciled object, if the host would accept it: an
+    /// object the reconciled object controls (its uid, and the owner reference the host writes for it).
+    fn delegate(&self, object: &Value) -> Option<(String, Value)> {
+        let primary = self.primary_uid();
+        let owner = object
+            .pointer("/metadata/ownerReferences")?
+            .as_array()?
+            .iter()
+            .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))?;
+        let field = |key: &str| owner.get(key).and_then(Value::as_str).unwrap_or_default();
+        let uid = field("uid");
+        if uid == primary {
+            return None;
+        }
+        let kind = Kind::from_api_version(field("apiVersion"), field("kind"));
+        let child = self
+            .objects
+            .borrow()
+            .get(&(kind.clone(), field("name").to_string()))
+            .cloned()?;
+        let controlled = child.pointer("/metadata/uid").and_then(Value::as_str) == Some(uid)
+            && ownership::controlled_by(&child, &primary);
+        controlled.then(|| {
+            (
+                uid.to_string(),
+                ownership::owner_reference(&kind, field("name"), uid),
+            )
+        })
+    }
+
+    /// Applies `rule` with the ownership rules of a write controlled by `delegate` (a uid), else by the
+    /// reconciled object.
+    fn rules_for<T>(
+        &self,
+        delegate: Option<&str>,
+        rule: impl FnOnce(&Writer<'_>) -> Result<T, String>,
+    ) -> Result<T, HostError> {
+        let uid = delegate.map_or_else(|| self.primary_uid(), str::to_string);
         let writer = Writer {
             uid: &uid,
             reconciles: &self.primary_kind,
@@ -286,7 +326,10 @@ impl FakeHost {
         let kind = Kind::of_object(object)
             .ok_or_else(|| HostError::Invalid("object without apiVersion/kind".into()))?;
         let mut object = object.clone();
-        let owner = self.owner_reference();
+        let delegate = self.delegate(&object);
+        let owner = delegate
+            .as_ref()
+            .map_or_else(|| self.owner_reference(), |(_, reference)| reference.clone());
         let meta = object
             .get_mut("metadata")
             .and_then(Value::as_object_mut)
@@ -302,7 +345,8 @@ impl FakeHost {
             )));
         }
         meta.insert("namespace".into(), json!(self.namespace));
-        self.rules(|w| w.take_ownership(&kind, meta, owner))?;
+        let delegate = delegate.map(|(uid, _)| uid);
+        self.rules_for(delegate.as_deref(), |w| w.take_ownership(&kind, meta, owner))?;
         Ok((kind, object))
     }
 
@@ -326,7 +370,10 @@ impl FakeHost {
                     && ownership::controlled_by(o, &primary)
             })
         });
-        if ownership::controlled_by(&current, &primary) || !through_owned {
+        let delegated = self
+            .delegate(object)
+            .is_some_and(|(uid, _)| ownership::controlled_by(&current, &uid));
+        if ownership::controlled_by(&current, &primary) || delegated || !through_owned {
             return Ok(None);
         }
         let labels = ownership::label_only(object, &self.namespace, &self.grandchild_labels)
@@ -340,6 +387,28 @@ impl FakeHost {
         self.objects.borrow_mut().insert(key.clone(), current.clone());
         self.writes.borrow_mut().push(Write::Apply(key.0, key.1));
         Ok(Some(current))
+    }
+
+    /// Removes what the deleted object `uid` controlled, and what that controlled, as Kubernetes' garbage
+    /// collector does (a delete's default propagation).
+    fn collect_garbage(&self, uid: &str) {
+        let dependents: Vec<((Kind, String), String)> = self
+            .objects
+            .borrow()
+            .iter()
+            .filter(|(_, o)| ownership::controlled_by(o, uid))
+            .map(|(key, o)| {
+                let uid = o
+                    .pointer("/metadata/uid")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                (key.clone(), uid.to_string())
+            })
+            .collect();
+        for (key, dependent) in dependents {
+            self.objects.borrow_mut().remove(&key);
+            self.collect_garbage(&dependent);
+        }
     }
 
     fn set_finalizers(&self, f: impl FnOnce(&mut Vec<Value>)) {
@@ -435,7 +504,8 @@ impl Host for FakeHost {
             .to_string();
         let key = (kind.clone(), name.clone());
         let current = self.objects.borrow().get(&key).cloned();
-        self.rules(|w| {
+        let delegate = self.delegate(&object).map(|(uid, _)| uid);
+        self.rules_for(delegate.as_deref(), |w| {
             w.check_adoption(current.as_ref())
                 .map_err(|e| format!("{kind} {name}: {e}"))
         })?;
@@ -496,12 +566,25 @@ impl Host for FakeHost {
         let Some(object) = self.objects.borrow().get(&key).cloned() else {
             return Ok(());
         };
-        self.rules(|w| w.check_delete(&object).map_err(|e| format!("{kind} {name}: {e}")))?;
+        // What the reconciled object controls, directly or through an object it controls, as the host allows.
+        let through_child = ownership::controller_uid(&object).is_some_and(|middle| {
+            let primary = self.primary_uid();
+            self.objects.borrow().values().any(|o| {
+                o.pointer("/metadata/uid").and_then(Value::as_str) == Some(middle)
+                    && ownership::controlled_by(o, &primary)
+            })
+        });
+        if !through_child {
+            self.rules(|w| w.check_delete(&object).map_err(|e| format!("{kind} {name}: {e}")))?;
+        }
         // Another incarnation of the name: the host leaves it alone and reports success.
         if uid.is_some_and(|u| object.pointer("/metadata/uid").and_then(Value::as_str) != Some(u)) {
             return Ok(());
         }
         self.objects.borrow_mut().remove(&key);
+        if let Some(uid) = object.pointer("/metadata/uid").and_then(Value::as_str) {
+            self.collect_garbage(uid);
+        }
         self.writes
             .borrow_mut()
             .push(Write::Delete(kind.clone(), name.to_string()));
