@@ -8,6 +8,7 @@
     reason = "a test fails loudly on any unexpected error"
 )]
 
+mod admission;
 mod cli;
 mod compile_cache;
 mod containment;
