@@ -275,7 +275,10 @@ async fn inspect(plugin: PathBuf, policy: Option<PathBuf>) -> anyhow::Result<()>
             .collect::<Vec<_>>()
             .join(", ")
     );
-    println!("finalizer:   {}", m.finalizer.as_deref().unwrap_or("-"));
+    println!(
+        "finalizer:   {}",
+        loaded.grant.finalizer.as_deref().unwrap_or("-")
+    );
     println!(
         "ray head:    {}",
         if loaded.grant.ray_heads { "yes" } else { "no" }
@@ -288,5 +291,15 @@ async fn inspect(plugin: PathBuf, policy: Option<PathBuf>) -> anyhow::Result<()>
     for what in &loaded.grant.withheld {
         println!("withheld:    {what} (not in the policy entry)");
     }
+    let budget = &loaded.grant.budget;
+    let rates = &budget.rates;
+    println!(
+        "budget:      per reconcile {} host calls, {} writes, {} bytes written, {} events, {} list items",
+        budget.host_calls, budget.writes, budget.write_bytes, budget.events, budget.list_items
+    );
+    println!(
+        "             across reconciles {} events then {}/s, {} bytes written then {}/s",
+        rates.event_burst, rates.events_per_second, rates.write_bytes_burst, rates.write_bytes_per_second
+    );
     Ok(())
 }

@@ -1,5 +1,6 @@
 //! One reconcile: pick the plugin for the kind, call `reconcile` (or `cleanup` while the object is being
-//! deleted and carries the plugin's finalizer), and turn the outcome into the next action. Failures are
+//! deleted and carries the plugin's granted finalizer, the one its policy entry names), and turn the outcome
+//! into the next action. Failures are
 //! reported on the object and retried with backoff; other objects are not affected.
 
 use std::{sync::Arc, time::Instant};
@@ -86,7 +87,7 @@ async fn reconcile_one(object: &CachedObject, ctx: &KindContext, namespace: &str
     strip_host_condition(&mut for_plugin);
     let export = if current.pointer("/metadata/deletionTimestamp").is_some() {
         let finalizers = current.pointer("/metadata/finalizers").and_then(Value::as_array);
-        match &plugin.metadata.finalizer {
+        match &plugin.grant.finalizer {
             Some(f) if finalizers.is_some_and(|all| all.iter().any(|x| x == f)) => Export::Cleanup,
             _ => return Action::await_change(),
         }
@@ -106,7 +107,7 @@ async fn reconcile_one(object: &CachedObject, ctx: &KindContext, namespace: &str
     let host = Arc::new(
         PluginHost::new(shared.bridge.clone(), shared.ray.clone(), &plugin_name, primary)
             .with_grant(plugin.grant.clone())
-            .with_finalizer(plugin.metadata.finalizer.clone()),
+            .with_finalizer(plugin.grant.finalizer.clone()),
     );
     let attempt = shared.failures.get(&key);
     let context = shared

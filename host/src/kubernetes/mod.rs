@@ -91,6 +91,7 @@ impl KubeBridge {
                 client.clone(),
                 reporter_instance,
                 fence.clone(),
+                metrics.clone(),
             )),
             client,
             metrics,

@@ -1,5 +1,5 @@
 //! Events a plugin records about the object it reconciles, published with its own recorder (its own
-//! reporting controller), in the background.
+//! reporting controller), in the background, within its budget across reconciles (`kubernetes::events`).
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event as KubeEvent, EventType as KubeEventType};
@@ -42,11 +42,16 @@ impl PluginHost {
             action: event.action,
             secondary,
         };
-        // Published in the background (`kubernetes::events`): a failure is logged there, not returned.
+        // Published in the background (`kubernetes::events`): a failure is logged there, not returned, and
+        // an event beyond the plugin's budget is dropped there.
         self.kube
             .events
-            .publish_later(&self.plugin, kube_event, self.object_reference())
-            .await
+            .publish_later(
+                &self.plugin,
+                &self.grant.budget.rates,
+                kube_event,
+                self.object_reference(),
+            )
             .map_err(|e| HostError::Unavailable(e.to_string()))
     }
 }

@@ -17,8 +17,9 @@
 //!   instance pool) and in time (epoch interruption yields every tick and a timeout drops the whole call,
 //!   host calls included);
 //! - the host-side work it causes is bounded (see `budget.rs`): the size of every string it passes, the
-//!   number of host calls, writes and events per call and the length of lists; past a limit the call is
-//!   stopped and reported as `PluginLimitExceeded`;
+//!   number of host calls, writes, written bytes and events per call and the length of lists; past a limit
+//!   the call is stopped and reported as `PluginLimitExceeded`; across calls, its written bytes and events
+//!   are metered per plugin (a burst, then a steady rate);
 //! - its log lines and output are escaped (no line breaks, control characters or terminal escapes reach the
 //!   log raw) and rate-limited per plugin (see `log_guard.rs`).
 //!
@@ -40,7 +41,8 @@ pub(crate) mod registry;
 mod stdio;
 mod wit;
 
-pub use budget::CallBudget;
+pub use budget::{CallBudget, RateBudget};
+pub(crate) use budget::{MAX_OBJECT_BYTES, TokenBucket};
 pub use call::{CallContext, CallFailure, CallLimits, Export};
 pub use plugin::{LoadError, LoadedPlugin};
 pub(crate) use registry::PluginSlot;

@@ -8,6 +8,7 @@ use wasmtime::{Engine, component::Linker};
 
 use super::{
     bindings::{ReconcilePlugin, ReconcilePluginPre, wit_reconciler, wit_types},
+    budget::TokenBucket,
     call::{self, CallContext, CallLimits, CallState},
     compile_cache::{CompileCache, Source, sha256_hex},
     host_api::HostApi,
@@ -48,6 +49,8 @@ pub struct LoadedPlugin {
     pre: ReconcilePluginPre<CallState>,
     /// The rate limit of its log lines, shared by all its calls.
     log_rate: Arc<LogRate>,
+    /// Its written bytes across calls; the sandbox shares one per policy entry across reloads.
+    pub(crate) write_rate: Arc<TokenBucket>,
 }
 
 impl LoadedPlugin {
@@ -65,6 +68,7 @@ impl LoadedPlugin {
             host,
             metrics,
             log_rate: self.log_rate.clone(),
+            write_rate: self.write_rate.clone(),
         }
     }
 }
@@ -117,6 +121,7 @@ pub(crate) async fn load(
         host: Arc::new(super::host_api_denied::DeniedHost),
         metrics: metrics.clone(),
         log_rate: log_rate.clone(),
+        write_rate: Arc::new(TokenBucket::new(0, 0)),
     };
     let state = CallState::new(probe, &limits);
     let raw = call::metadata(engine, &pre, state, limits)
@@ -124,14 +129,19 @@ pub(crate) async fn load(
         .map_err(|e| LoadError::Metadata(e.to_string()))?;
     let metadata = convert_metadata(raw)?;
     let file = path.file_name().map(|f| f.to_string_lossy()).unwrap_or_default();
-    let grant = Arc::new(grant_for(policy, &file, &digest, &metadata).map_err(LoadError::Refused)?);
+    let grant = grant_for(policy, &file, &digest, &metadata, limits.budget).map_err(LoadError::Refused)?;
+    let rates = grant.budget.rates;
     Ok(LoadedPlugin {
         metadata,
         digest,
         source,
-        grant,
+        grant: Arc::new(grant),
         pre,
         log_rate,
+        write_rate: Arc::new(TokenBucket::new(
+            rates.write_bytes_burst,
+            rates.write_bytes_per_second,
+        )),
     })
 }
 

@@ -14,6 +14,7 @@ use kuberay_plugin_sdk::Kind;
 use wasmtime::{Engine, component::Linker};
 
 use super::{
+    budget::TokenBucket,
     call::{self, CallContext, CallFailure, CallLimits, CallState, Export},
     compile_cache::CompileCache,
     engine::{EngineConfig, EpochTicker, engine},
@@ -60,6 +61,8 @@ pub struct Sandbox {
     metrics: Metrics,
     by_kind: RwLock<HashMap<Kind, PluginSlot>>,
     files: Mutex<HashMap<PathBuf, FileState>>,
+    /// Each policy entry's written bytes across calls, kept across reloads of its file.
+    write_rates: Mutex<HashMap<String, Arc<TokenBucket>>>,
     ticker: EpochTicker,
 }
 
@@ -99,6 +102,7 @@ impl Sandbox {
             metrics,
             by_kind: RwLock::default(),
             files: Mutex::default(),
+            write_rates: Mutex::default(),
             ticker,
         }))
     }
@@ -106,7 +110,7 @@ impl Sandbox {
     /// Loads one plugin file without registering it.
     pub async fn load_file(&self, path: &Path) -> Result<LoadedPlugin, LoadError> {
         let _running = self.ticker.running();
-        plugin::load(
+        let mut plugin = plugin::load(
             &self.engine,
             &self.linker,
             &self.cache,
@@ -115,7 +119,17 @@ impl Sandbox {
             self.config.limits,
             &self.metrics,
         )
-        .await
+        .await?;
+        // A reload does not refill the entry's bucket (its budget is the policy's, fixed while running).
+        let mut rates = self
+            .write_rates
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        plugin.write_rate = rates
+            .entry(plugin.grant.entry.clone())
+            .or_insert_with(|| plugin.write_rate.clone())
+            .clone();
+        Ok(plugin)
     }
 
     /// Loads new and changed `*.wasm` files of `dir` and retires removed ones.

@@ -9,10 +9,12 @@
 )]
 
 mod admission;
+mod budgets;
 mod cli;
 mod compile_cache;
 mod containment;
 mod endpoints;
+mod finalizer;
 mod grandchild;
 mod identity;
 mod isolated;
