@@ -411,7 +411,9 @@ fn classify_trap(store: &Store<CallState>, trap: &wasmtime::Error) -> CallFailur
     if let Some(breach) = &store.data().usage.exceeded {
         return CallFailure::LimitExceeded(breach.message.clone());
     }
-    tracing::debug!(plugin = %store.data().ctx.plugin, object = %store.data().ctx.object, "trap: {trap:?}");
+    // The backtrace names the plugin's functions as its name section spells them: escaped like its logs.
+    let trace = log_guard::escape(&format!("{trap:?}"), 4 * log_guard::MAX_LOG_TEXT);
+    tracing::debug!(plugin = %store.data().ctx.plugin, object = %store.data().ctx.object, "trap: {trace}");
     CallFailure::Trapped(trap.root_cause().to_string())
 }
 

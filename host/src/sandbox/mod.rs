@@ -35,7 +35,7 @@ mod engine;
 pub mod host_api;
 mod host_api_denied;
 mod limits;
-mod log_guard;
+pub(crate) mod log_guard;
 pub(crate) mod plugin;
 pub(crate) mod registry;
 mod stdio;

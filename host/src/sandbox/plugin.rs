@@ -12,12 +12,15 @@ use super::{
     call::{self, CallContext, CallLimits, CallState},
     compile_cache::{CompileCache, Source, sha256_hex},
     host_api::HostApi,
-    log_guard::LogRate,
+    log_guard::{self, LogRate},
 };
 use crate::{
     metrics::Metrics,
     policy::{Grant, LoadRefusal, Policy, grant_for},
 };
+
+/// Longest plugin version kept (the rest is cut, with a note).
+const MAX_VERSION_TEXT: usize = 128;
 
 /// Major and minor version of the WIT package this host implements (`wit/plugin.wit`).
 pub const WIT_VERSION: (u64, u64) = (0, 1);
@@ -173,7 +176,10 @@ fn convert_metadata(m: wit_reconciler::PluginMetadata) -> Result<PluginMetadata,
         _ => {
             return bad(format!(
                 "plugin {} was built against kuberay:plugin@{}; this host implements {}.{}",
-                m.name, m.wit_version, WIT_VERSION.0, WIT_VERSION.1
+                m.name,
+                log_guard::escape(&m.wit_version, 64),
+                WIT_VERSION.0,
+                WIT_VERSION.1
             ));
         }
     }
@@ -193,7 +199,8 @@ fn convert_metadata(m: wit_reconciler::PluginMetadata) -> Result<PluginMetadata,
     };
     let metadata = PluginMetadata {
         name: m.name,
-        version: m.version,
+        // Logged at load and printed by `inspect`: escaped like the plugin's log lines.
+        version: log_guard::escape(&m.version, MAX_VERSION_TEXT),
         reconciles,
         owns: m.owns.into_iter().map(kind).collect(),
         capabilities: m
@@ -236,6 +243,30 @@ mod tests {
             finalizer: None,
             uses_ray_head: false,
         }
+    }
+
+    #[test]
+    fn a_version_or_wit_version_cannot_forge_a_log_line() {
+        let forged = "1.0\n2026-01-01T00:00:00Z  INFO kuberay_wasm: forged\u{1b}[2K\r";
+        let mut raw = metadata("raycluster", "0.1.0", "RayCluster");
+        raw.version = forged.into();
+        let converted = convert_metadata(raw).expect("valid metadata");
+        assert!(
+            !converted.version.chars().any(char::is_control),
+            "{:?}",
+            converted.version
+        );
+        assert!(
+            converted.version.starts_with("1.0\\n2026"),
+            "{}",
+            converted.version
+        );
+        let Err(LoadError::InvalidMetadata(message)) =
+            convert_metadata(metadata("raycluster", forged, "RayCluster"))
+        else {
+            panic!("a forged wit version was accepted");
+        };
+        assert!(!message.chars().any(char::is_control), "{message:?}");
     }
 
     #[test]

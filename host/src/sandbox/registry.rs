@@ -19,6 +19,7 @@ use super::{
     compile_cache::CompileCache,
     engine::{EngineConfig, EpochTicker, engine},
     host_api::HostApi,
+    log_guard,
     plugin::{self, LoadError, LoadedPlugin},
 };
 use crate::{
@@ -214,7 +215,8 @@ impl Sandbox {
                     if let LoadError::Refused(refusal) = &e {
                         self.metrics.plugin_refused(&refusal.entry, refusal.reason);
                     }
-                    let reason = e.to_string();
+                    // Parts of it (a compiler's message, names) may come from the file.
+                    let reason = log_guard::escape(&e.to_string(), log_guard::MAX_LOG_TEXT);
                     match &previous_kind {
                         Some(kind) => tracing::error!(
                             path = %path.display(), %kind,

@@ -14,6 +14,7 @@ mod cli;
 mod compile_cache;
 mod containment;
 mod endpoints;
+mod escaping;
 mod finalizer;
 mod grandchild;
 mod identity;

@@ -73,6 +73,20 @@ pub fn log_line(needles: &[&str]) -> Option<String> {
         .map(str::to_string)
 }
 
+/// Every line the operators logged that contains every `needle`.
+pub fn log_lines(needles: &[&str]) -> Vec<String> {
+    assert!(
+        CAPTURING.get().copied().unwrap_or(false),
+        "log capture is not installed (call env() first)"
+    );
+    let captured = CAPTURED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    captured
+        .lines()
+        .filter(|line| needles.iter().all(|n| line.contains(n)))
+        .map(str::to_string)
+        .collect()
+}
+
 /// Waits until the operators logged a line containing every `needle`, and returns it.
 pub async fn logged(needles: &[&str]) -> String {
     eventually(

@@ -12,7 +12,10 @@
 //! - `event-storm`: records 100 events (the most one reconcile may), reports `status.observed` and asks to be
 //!   requeued after 200 ms, forever: many reconciles' worth of events;
 //! - `write-bytes`: applies `spec.count` ConfigMaps of 900 KiB each (`<name>-mib-<i>`), reports
-//!   `status.observed` and asks to be requeued after 200 ms.
+//!   `status.observed` and asks to be requeued after 200 ms;
+//! - `forge-error`: records a Warning event whose note imitates a JSON log line with ANSI escapes
+//!   ([`FORGED_ERROR`]), tries events whose reason and action do ([`FORGED_WORD`]), and fails the reconcile
+//!   with that text.
 
 use kuberay_plugin_sdk::{
     Event, Host, Kind, LogLevel, Outcome, ReconcileError,
@@ -33,12 +36,19 @@ pub fn handles(behaviour: &str) -> bool {
             | "forge-log"
             | "event-storm"
             | "write-bytes"
+            | "forge-error"
     )
 }
 
 /// A line that, printed raw, would look like one of the operator's own.
 pub const FORGED: &str =
     "innocent\n2026-01-01T00:00:00.000000Z  INFO kuberay_wasm::operator: plugin raycluster unloaded\x1b[2K\r";
+
+/// A JSON log line (what a collector would take for the operator's own), with terminal escapes around it.
+pub const FORGED_ERROR: &str = "boom\n{\"timestamp\":\"2026-01-01T00:00:00Z\",\"level\":\"ERROR\",\"fields\":{\"message\":\"forged by chaos\"},\"target\":\"kuberay_wasm::operator\"}\x1b[2K\r\u{202e}";
+
+/// A reason or action with a line break and a terminal escape, short enough for the host's size limit.
+pub const FORGED_WORD: &str = "Forged\n{\"level\":\"ERROR\",\"fields\":{\"message\":\"forged\"}}\x1b[2K";
 
 pub fn run(host: &impl Host, behaviour: &str, object: &Value) -> Result<Outcome, ReconcileError> {
     let name = object
@@ -64,6 +74,12 @@ pub fn run(host: &impl Host, behaviour: &str, object: &Value) -> Result<Outcome,
             }
             host.apply_status(&json!({"observed": behaviour}))?;
             Ok(Outcome::requeue_after(std::time::Duration::from_millis(200)))
+        }
+        "forge-error" => {
+            host.record_event(&Event::warning("Forged", "Forge", FORGED_ERROR))?;
+            let _ = host.record_event(&Event::warning(FORGED_WORD, "Forge", "a forged reason"));
+            let _ = host.record_event(&Event::warning("Forged", FORGED_WORD, "a forged action"));
+            Err(ReconcileError::Transient(FORGED_ERROR.into()))
         }
         _ => floods(host, behaviour, name),
     }
