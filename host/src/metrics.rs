@@ -190,7 +190,7 @@ impl Metrics {
         );
         registry.register(
             "plugin_refusals",
-            "Plugin files the policy refused to load, by entry (or unknown) and reason",
+            "Plugin files refused at load, by entry (or unknown) and reason: by the policy, or for breaching a compile bound",
             plugin_refusals.clone(),
         );
         registry.register(

@@ -18,5 +18,5 @@ pub(crate) mod guard;
 pub(crate) mod pod_security;
 
 pub use file::{Entry, Policy, PolicyError};
-pub(crate) use grant::grant_for;
 pub use grant::{Grant, LoadRefusal};
+pub(crate) use grant::{entry_for, grant_for};

@@ -23,6 +23,10 @@
 //! - its log lines and output are escaped (no line breaks, control characters or terminal escapes reach the
 //!   log raw) and rate-limited per plugin (see `log_guard.rs`).
 //!
+//! - compiling its component is bounded: static limits on its size, modules and functions before anything is
+//!   compiled, then a child process with an address-space limit and a wall-clock timeout (see `compile.rs`);
+//!   and only files the policy lists are compiled at all.
+//!
 //! Not covered: a plugin that is granted a capability can use it fully within those rules (for example delete
 //! every Pod its object owns); the operator's own RBAC is the outer bound. Compiled artifacts in the on-disk
 //! cache are trusted (see `compile_cache.rs`).
@@ -30,6 +34,7 @@
 pub(crate) mod bindings;
 mod budget;
 pub(crate) mod call;
+mod compile;
 pub(crate) mod compile_cache;
 mod engine;
 pub mod host_api;
@@ -44,6 +49,10 @@ mod wit;
 pub use budget::{CallBudget, RateBudget};
 pub(crate) use budget::{MAX_OBJECT_BYTES, TokenBucket};
 pub use call::{CallContext, CallFailure, CallLimits, Export};
+pub use compile::{
+    ChildCompiler, ChildError, CompileLimits, MAX_COMPONENT_BYTES, MAX_CORE_MODULES, MAX_FUNCTION_BYTES,
+    MAX_FUNCTIONS, compile_child,
+};
 pub use plugin::{LoadError, LoadedPlugin};
 pub(crate) use registry::PluginSlot;
 pub use registry::{Sandbox, SandboxConfig, SandboxError};

@@ -4,19 +4,24 @@
 use std::{path::Path, sync::Arc};
 
 use kuberay_plugin_sdk::{Capability, Kind, PluginMetadata, Verb};
-use wasmtime::{Engine, component::Linker};
+use tokio::io::AsyncReadExt;
+use wasmtime::{
+    Engine,
+    component::{Component, Linker},
+};
 
 use super::{
     bindings::{ReconcilePlugin, ReconcilePluginPre, wit_reconciler, wit_types},
     budget::TokenBucket,
     call::{self, CallContext, CallLimits, CallState},
+    compile::{self, ChildCompiler, CompileError, MAX_COMPONENT_BYTES},
     compile_cache::{CompileCache, Source, sha256_hex},
     host_api::HostApi,
     log_guard::{self, LogRate},
 };
 use crate::{
     metrics::Metrics,
-    policy::{Grant, LoadRefusal, Policy, grant_for},
+    policy::{Grant, LoadRefusal, Policy, entry_for, grant_for},
 };
 
 /// Longest plugin version kept (the rest is cut, with a note).
@@ -40,6 +45,19 @@ pub enum LoadError {
     InvalidMetadata(String),
     #[error("refused by the policy: {0}")]
     Refused(LoadRefusal),
+    /// A bound on compiling it (`sandbox::compile`) was breached.
+    #[error("refused: {0}")]
+    Limit(LoadRefusal),
+}
+
+impl LoadError {
+    /// The refusal, if the file was refused (by the policy or a compile bound) rather than broken.
+    pub fn refusal(&self) -> Option<&LoadRefusal> {
+        match self {
+            Self::Refused(refusal) | Self::Limit(refusal) => Some(refusal),
+            _ => None,
+        }
+    }
 }
 
 /// A plugin ready to be called.
@@ -85,67 +103,117 @@ pub(crate) fn linker(engine: &Engine) -> wasmtime::Result<Linker<CallState>> {
     Ok(linker)
 }
 
-/// Compiles (or loads from the cache) and validates the component at `path`.
-pub(crate) async fn load(
-    engine: &Engine,
-    linker: &Linker<CallState>,
-    cache: &Arc<CompileCache>,
-    policy: &Policy,
-    path: &Path,
-    limits: CallLimits,
-    metrics: &Metrics,
-) -> Result<LoadedPlugin, LoadError> {
-    let wasm = tokio::fs::read(path).await.map_err(|source| LoadError::Read {
+/// What loading a plugin needs from the sandbox.
+pub(crate) struct Loader<'a> {
+    pub(crate) engine: &'a Engine,
+    pub(crate) linker: &'a Linker<CallState>,
+    pub(crate) cache: &'a Arc<CompileCache>,
+    /// Where components are compiled; in process (static limits only) when `None`.
+    pub(crate) compiler: Option<&'a ChildCompiler>,
+    pub(crate) policy: &'a Policy,
+    pub(crate) limits: CallLimits,
+    pub(crate) metrics: &'a Metrics,
+}
+
+impl Loader<'_> {
+    /// Compiles (or loads from the cache) and validates the component at `path`. Only a file the policy
+    /// lists (with the digest it pins, if it pins one) is compiled at all.
+    pub(crate) async fn load(&self, path: &Path) -> Result<LoadedPlugin, LoadError> {
+        let file = path.file_name().map(|f| f.to_string_lossy()).unwrap_or_default();
+        let wasm = read_component(path, self.policy, &file).await?;
+        let digest = sha256_hex(&wasm);
+        let entry = entry_for(self.policy, &file, &digest).map_err(LoadError::Refused)?;
+        let compiled = compile::component(self.engine, self.cache, self.compiler, wasm, &digest).await;
+        let (component, source) = compiled.map_err(|e| compile_failure(&entry.name, e))?;
+        let pre = self.pre(&component)?;
+        let log_rate = Arc::new(LogRate::default());
+        let metadata = self.metadata(&pre, path, &log_rate).await?;
+        let grant = grant_for(self.policy, &file, &digest, &metadata, self.limits.budget)
+            .map_err(LoadError::Refused)?;
+        let rates = grant.budget.rates;
+        Ok(LoadedPlugin {
+            metadata,
+            digest,
+            source,
+            grant: Arc::new(grant),
+            pre,
+            log_rate,
+            write_rate: Arc::new(TokenBucket::new(
+                rates.write_bytes_burst,
+                rates.write_bytes_per_second,
+            )),
+        })
+    }
+
+    fn pre(&self, component: &Component) -> Result<ReconcilePluginPre<CallState>, LoadError> {
+        let instance_pre = self
+            .linker
+            .instantiate_pre(component)
+            .map_err(|e| LoadError::World(format!("{e:#}")))?;
+        ReconcilePluginPre::new(instance_pre).map_err(|e| LoadError::World(format!("{e:#}")))
+    }
+
+    /// Asks the plugin for its metadata, with no host access at all: a plugin's description may not depend
+    /// on the cluster. Its identity is not known yet: metrics say `unknown` (a file name is not a bounded
+    /// label).
+    async fn metadata(
+        &self,
+        pre: &ReconcilePluginPre<CallState>,
+        path: &Path,
+        log_rate: &Arc<LogRate>,
+    ) -> Result<PluginMetadata, LoadError> {
+        let grant = Arc::new(Grant::default());
+        let probe = CallContext {
+            plugin: "unknown".into(),
+            primary_kind: Kind::new("", "", ""),
+            write_rate: Arc::new(TokenBucket::new(0, 0)),
+            grant,
+            object: format!("(metadata of {})", path.display()),
+            host: Arc::new(super::host_api_denied::DeniedHost),
+            metrics: self.metrics.clone(),
+            log_rate: log_rate.clone(),
+        };
+        let state = CallState::new(probe, &self.limits);
+        let raw = call::metadata(self.engine, pre, state, self.limits)
+            .await
+            .map_err(|e| LoadError::Metadata(e.to_string()))?;
+        convert_metadata(raw)
+    }
+}
+
+/// Reads a component file, refusing one larger than [`MAX_COMPONENT_BYTES`] without reading it all.
+async fn read_component(path: &Path, policy: &Policy, file: &str) -> Result<Vec<u8>, LoadError> {
+    let read_error = |source| LoadError::Read {
         path: path.display().to_string(),
         source,
-    })?;
-    let digest = sha256_hex(&wasm);
-    // Compiling takes a while and is CPU-bound: keep it off the runtime's threads.
-    let (component, source) = {
-        let (engine, cache, digest) = (engine.clone(), cache.clone(), digest.clone());
-        tokio::task::spawn_blocking(move || cache.load(&engine, &wasm, &digest))
-            .await
-            .map_err(|e| LoadError::Component(format!("the compile task failed: {e}")))?
-            .map_err(|e| LoadError::Component(e.to_string()))?
     };
-    let instance_pre = linker
-        .instantiate_pre(&component)
-        .map_err(|e| LoadError::World(format!("{e:#}")))?;
-    let pre = ReconcilePluginPre::new(instance_pre).map_err(|e| LoadError::World(format!("{e:#}")))?;
-
-    let log_rate = Arc::new(LogRate::default());
-    // Metadata is asked with no host access at all: a plugin's description may not depend on the cluster.
-    // Its identity is not known yet: metrics say `unknown` (a file name is not a bounded label).
-    let probe = CallContext {
-        plugin: "unknown".into(),
-        primary_kind: Kind::new("", "", ""),
-        grant: Arc::new(Grant::default()),
-        object: format!("(metadata of {})", path.display()),
-        host: Arc::new(super::host_api_denied::DeniedHost),
-        metrics: metrics.clone(),
-        log_rate: log_rate.clone(),
-        write_rate: Arc::new(TokenBucket::new(0, 0)),
-    };
-    let state = CallState::new(probe, &limits);
-    let raw = call::metadata(engine, &pre, state, limits)
+    let opened = tokio::fs::File::open(path).await.map_err(read_error)?;
+    let mut wasm = Vec::new();
+    opened
+        .take(MAX_COMPONENT_BYTES + 1)
+        .read_to_end(&mut wasm)
         .await
-        .map_err(|e| LoadError::Metadata(e.to_string()))?;
-    let metadata = convert_metadata(raw)?;
-    let file = path.file_name().map(|f| f.to_string_lossy()).unwrap_or_default();
-    let grant = grant_for(policy, &file, &digest, &metadata, limits.budget).map_err(LoadError::Refused)?;
-    let rates = grant.budget.rates;
-    Ok(LoadedPlugin {
-        metadata,
-        digest,
-        source,
-        grant: Arc::new(grant),
-        pre,
-        log_rate,
-        write_rate: Arc::new(TokenBucket::new(
-            rates.write_bytes_burst,
-            rates.write_bytes_per_second,
-        )),
-    })
+        .map_err(read_error)?;
+    if wasm.len() as u64 > MAX_COMPONENT_BYTES {
+        let entry = policy.entry_for_file(file).map_or("unknown", |e| e.name.as_str());
+        return Err(compile_failure(
+            entry,
+            CompileError::TooLarge(format!("more than {MAX_COMPONENT_BYTES} bytes")),
+        ));
+    }
+    Ok(wasm)
+}
+
+/// A compile that failed: a refusal when it breached a bound, else a component that is not usable.
+fn compile_failure(entry: &str, error: CompileError) -> LoadError {
+    match error.bound() {
+        Some(reason) => LoadError::Limit(LoadRefusal {
+            entry: entry.to_string(),
+            reason,
+            message: error.to_string(),
+        }),
+        None => LoadError::Component(error.to_string()),
+    }
 }
 
 fn kind(k: wit_types::Kind) -> Kind {

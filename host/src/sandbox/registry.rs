@@ -16,6 +16,7 @@ use wasmtime::{Engine, component::Linker};
 use super::{
     budget::TokenBucket,
     call::{self, CallContext, CallFailure, CallLimits, CallState, Export},
+    compile::ChildCompiler,
     compile_cache::CompileCache,
     engine::{EngineConfig, EpochTicker, engine},
     host_api::HostApi,
@@ -35,6 +36,9 @@ pub struct SandboxConfig {
     pub policy: Arc<Policy>,
     /// Calls that may run at once; the instance pool is sized from it.
     pub max_concurrent_calls: u32,
+    /// Where plugin components are compiled: in a child process with OS-enforced bounds, or (`None`) in
+    /// this process, bounded by the static limits only (see `compile.rs`).
+    pub compiler: Option<ChildCompiler>,
 }
 
 /// What serves a kind.
@@ -111,16 +115,16 @@ impl Sandbox {
     /// Loads one plugin file without registering it.
     pub async fn load_file(&self, path: &Path) -> Result<LoadedPlugin, LoadError> {
         let _running = self.ticker.running();
-        let mut plugin = plugin::load(
-            &self.engine,
-            &self.linker,
-            &self.cache,
-            &self.config.policy,
-            path,
-            self.config.limits,
-            &self.metrics,
-        )
-        .await?;
+        let loader = plugin::Loader {
+            engine: &self.engine,
+            linker: &self.linker,
+            cache: &self.cache,
+            compiler: self.config.compiler.as_ref(),
+            policy: &self.config.policy,
+            limits: self.config.limits,
+            metrics: &self.metrics,
+        };
+        let mut plugin = loader.load(path).await?;
         // A reload does not refill the entry's bucket (its budget is the policy's, fixed while running).
         let mut rates = self
             .write_rates
@@ -212,7 +216,7 @@ impl Sandbox {
                     );
                 }
                 Err(e) => {
-                    if let LoadError::Refused(refusal) = &e {
+                    if let Some(refusal) = e.refusal() {
                         self.metrics.plugin_refused(&refusal.entry, refusal.reason);
                     }
                     // Parts of it (a compiler's message, names) may come from the file.

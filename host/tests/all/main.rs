@@ -11,6 +11,7 @@
 mod admission;
 mod budgets;
 mod cli;
+mod compile_bounds;
 mod compile_cache;
 mod containment;
 mod endpoints;
