@@ -39,4 +39,6 @@ pub mod sandbox;
 pub(crate) mod server;
 pub mod telemetry;
 
-pub use operator::{OperatorConfig, OperatorError, run, run_with_metrics};
+pub use operator::{
+    DEFAULT_COMPILE_MEMORY_MIB, DEFAULT_COMPILE_TIMEOUT, OperatorConfig, OperatorError, run, run_with_metrics,
+};

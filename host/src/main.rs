@@ -6,11 +6,11 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use kuberay_rayhead::{RoutingOptions, parse_duration};
 use kuberay_wasm::{
-    OperatorConfig,
+    DEFAULT_COMPILE_MEMORY_MIB, DEFAULT_COMPILE_TIMEOUT, OperatorConfig,
     leadership::{self, LeaderElection},
     metrics::Metrics,
     policy::Policy,
-    sandbox::{CallLimits, Sandbox, SandboxConfig},
+    sandbox::{CallLimits, ChildCompiler, CompileLimits, Sandbox, SandboxConfig},
     telemetry::{self, LogFormat},
 };
 
@@ -48,6 +48,15 @@ enum Command {
         #[arg(long)]
         policy: Option<PathBuf>,
     },
+    /// Internal: compile one plugin component from stdin to stdout under these limits (the operator runs
+    /// itself so to bound what compiling a hostile component may cost).
+    #[command(hide = true)]
+    CompilePlugin {
+        #[arg(long)]
+        memory_bytes: u64,
+        #[arg(long)]
+        cpu_seconds: u64,
+    },
 }
 
 #[derive(clap::Args)]
@@ -72,6 +81,12 @@ struct OperatorArgs {
     /// Linear-memory limit of one plugin call, in MiB.
     #[arg(long, default_value_t = 128)]
     plugin_memory_mib: usize,
+    /// Wall time compiling one plugin component may take (in a child process, killed after it).
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    plugin_compile_timeout: Duration,
+    /// Address space compiling one plugin component may use, in MiB (the child process's RLIMIT_AS).
+    #[arg(long, default_value_t = DEFAULT_COMPILE_MEMORY_MIB)]
+    plugin_compile_memory_mib: u64,
     /// The plugin directory is rescanned for new, changed or removed plugins when the filesystem reports a
     /// change and at least this often (for filesystems without notifications); 0 disables reloads.
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
@@ -165,6 +180,17 @@ fn default_cache_dir() -> Option<PathBuf> {
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    // The compile child writes its artifact on stdout and nothing else: no logging, no runtime.
+    if let Command::CompilePlugin {
+        memory_bytes,
+        cpu_seconds,
+    } = cli.command
+    {
+        return compile_plugin(CompileLimits {
+            memory_bytes,
+            cpu_seconds,
+        });
+    }
     telemetry::init(cli.log_format);
     let result = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -173,6 +199,7 @@ fn main() -> std::process::ExitCode {
         .and_then(|runtime| match cli.command {
             Command::Operator(args) => runtime.block_on(operator(*args)),
             Command::Inspect { plugin, policy } => runtime.block_on(inspect(plugin, policy)),
+            Command::CompilePlugin { .. } => Ok(()),
         });
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -184,6 +211,23 @@ fn main() -> std::process::ExitCode {
     }
 }
 
+/// `compile-plugin`: the child's side of a bounded compile; an error goes to stderr for the parent.
+fn compile_plugin(limits: CompileLimits) -> std::process::ExitCode {
+    match kuberay_wasm::sandbox::compile_child(limits) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// This very executable, even if its file was replaced since it started: the compile child must be the
+/// same build as the operator (its engine settings are what the artifact is compiled for).
+fn own_executable() -> PathBuf {
+    PathBuf::from("/proc/self/exe")
+}
+
 async fn operator(args: OperatorArgs) -> anyhow::Result<()> {
     let mut config = OperatorConfig::new(args.plugins)
         .with_watch_namespaces(args.watch_namespace)
@@ -191,6 +235,11 @@ async fn operator(args: OperatorArgs) -> anyhow::Result<()> {
         .with_debounce(args.reconcile_debounce)
         .with_limits(args.plugin_timeout, args.plugin_memory_mib << 20)
         .with_reload_interval((!args.plugin_reload_interval.is_zero()).then_some(args.plugin_reload_interval))
+        .with_compiler(
+            own_executable(),
+            args.plugin_compile_timeout,
+            args.plugin_compile_memory_mib << 20,
+        )
         .with_addrs(args.metrics_bind_address, args.health_probe_bind_address);
     config.cache_dir = if args.no_cache {
         None
@@ -256,6 +305,11 @@ async fn inspect(plugin: PathBuf, policy: Option<PathBuf>) -> anyhow::Result<()>
             },
             policy: std::sync::Arc::new(load_policy(policy.as_deref())?),
             max_concurrent_calls: 4,
+            compiler: Some(ChildCompiler {
+                executable: own_executable(),
+                timeout: DEFAULT_COMPILE_TIMEOUT,
+                memory_bytes: DEFAULT_COMPILE_MEMORY_MIB << 20,
+            }),
         },
         Metrics::new(),
     )?;
@@ -275,7 +329,10 @@ async fn inspect(plugin: PathBuf, policy: Option<PathBuf>) -> anyhow::Result<()>
             .collect::<Vec<_>>()
             .join(", ")
     );
-    println!("finalizer:   {}", m.finalizer.as_deref().unwrap_or("-"));
+    println!(
+        "finalizer:   {}",
+        loaded.grant.finalizer.as_deref().unwrap_or("-")
+    );
     println!(
         "ray head:    {}",
         if loaded.grant.ray_heads { "yes" } else { "no" }
@@ -288,5 +345,15 @@ async fn inspect(plugin: PathBuf, policy: Option<PathBuf>) -> anyhow::Result<()>
     for what in &loaded.grant.withheld {
         println!("withheld:    {what} (not in the policy entry)");
     }
+    let budget = &loaded.grant.budget;
+    let rates = &budget.rates;
+    println!(
+        "budget:      per reconcile {} host calls, {} writes, {} bytes written, {} events, {} list items",
+        budget.host_calls, budget.writes, budget.write_bytes, budget.events, budget.list_items
+    );
+    println!(
+        "             across reconciles {} events then {}/s, {} bytes written then {}/s",
+        rates.event_burst, rates.events_per_second, rates.write_bytes_burst, rates.write_bytes_per_second
+    );
     Ok(())
 }

@@ -69,6 +69,13 @@ pub(crate) struct LimitLabels {
     pub(crate) limit: String,
 }
 
+/// A plugin's event that was dropped: `reason` is one of a fixed set (`rate-limited`, `queue-full`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct DroppedEventLabels {
+    pub(crate) plugin: String,
+    pub(crate) reason: String,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct PluginLabels {
     pub(crate) plugin: String,
@@ -110,6 +117,7 @@ pub struct Metrics {
     pub(crate) ray_requests: Family<RayLabels, Counter>,
     pub(crate) limits_exceeded: Family<LimitLabels, Counter>,
     pub(crate) log_lines_dropped: Family<PluginLabels, Counter>,
+    pub(crate) events_dropped: Family<DroppedEventLabels, Counter>,
     /// The leader election's metrics (registered by it).
     pub(crate) leadership: LeaderMetrics,
 }
@@ -139,6 +147,7 @@ impl Metrics {
         let ray_requests = Family::<RayLabels, Counter>::default();
         let limits_exceeded = Family::<LimitLabels, Counter>::default();
         let log_lines_dropped = Family::<PluginLabels, Counter>::default();
+        let events_dropped = Family::<DroppedEventLabels, Counter>::default();
         registry.register(
             "reconciles",
             "Reconciles by kind, plugin and result",
@@ -181,7 +190,7 @@ impl Metrics {
         );
         registry.register(
             "plugin_refusals",
-            "Plugin files the policy refused to load, by entry (or unknown) and reason",
+            "Plugin files refused at load, by entry (or unknown) and reason: by the policy, or for breaching a compile bound",
             plugin_refusals.clone(),
         );
         registry.register(
@@ -196,13 +205,18 @@ impl Metrics {
         );
         registry.register(
             "plugin_limits_exceeded",
-            "Plugin calls that exceeded a limit (host calls, writes, events, list items, input size)",
+            "Plugin calls that exceeded a limit (host calls, writes, written bytes, events, list items, input size)",
             limits_exceeded.clone(),
         );
         registry.register(
             "plugin_log_lines_dropped",
             "Plugin log and output lines dropped by the per-plugin rate limit",
             log_lines_dropped.clone(),
+        );
+        registry.register(
+            "events_dropped",
+            "Plugin events dropped, by plugin and reason (rate-limited: over its budget across reconciles; queue-full)",
+            events_dropped.clone(),
         );
         let leadership = LeaderMetrics::default();
         leadership.register(&mut registry);
@@ -221,6 +235,7 @@ impl Metrics {
             ray_requests,
             limits_exceeded,
             log_lines_dropped,
+            events_dropped,
             leadership,
         }
     }
@@ -290,6 +305,16 @@ impl Metrics {
         self.log_lines_dropped
             .get_or_create(&PluginLabels {
                 plugin: plugin.into(),
+            })
+            .inc();
+    }
+
+    /// A plugin's event that was dropped (`reason`: `rate-limited` or `queue-full`).
+    pub(crate) fn event_dropped(&self, plugin: &str, reason: &'static str) {
+        self.events_dropped
+            .get_or_create(&DroppedEventLabels {
+                plugin: plugin.into(),
+                reason: reason.into(),
             })
             .inc();
     }

@@ -1,5 +1,6 @@
 //! One reconcile: pick the plugin for the kind, call `reconcile` (or `cleanup` while the object is being
-//! deleted and carries the plugin's finalizer), and turn the outcome into the next action. Failures are
+//! deleted and carries the plugin's granted finalizer, the one its policy entry names), and turn the outcome
+//! into the next action. Failures are
 //! reported on the object and retried with backoff; other objects are not affected.
 
 use std::{sync::Arc, time::Instant};
@@ -87,7 +88,7 @@ async fn reconcile_one(object: &CachedObject, ctx: &KindContext, namespace: &str
     strip_host_condition(&mut for_plugin);
     let export = if current.pointer("/metadata/deletionTimestamp").is_some() {
         let finalizers = current.pointer("/metadata/finalizers").and_then(Value::as_array);
-        match &plugin.metadata.finalizer {
+        match &plugin.grant.finalizer {
             Some(f) if finalizers.is_some_and(|all| all.iter().any(|x| x == f)) => Export::Cleanup,
             _ => return Action::await_change(),
         }
@@ -109,7 +110,7 @@ async fn reconcile_one(object: &CachedObject, ctx: &KindContext, namespace: &str
         primary,
         plugin.grant.clone(),
         &plugin_name,
-        plugin.metadata.finalizer.clone(),
+        plugin.grant.finalizer.clone(),
     );
     let host = Arc::new(PluginHost::new(admission, shared.ray.clone()));
     let attempt = shared.failures.get(&key);

@@ -12,22 +12,18 @@ use kuberay_plugin_sdk::Kind;
 use serde_json::{Value, json};
 
 use super::Shared;
-use crate::kubernetes::{HOST_FIELD_MANAGER, compact::CachedObject};
+use crate::{
+    kubernetes::{HOST_FIELD_MANAGER, compact::CachedObject},
+    sandbox::log_guard,
+};
 
 use crate::kubernetes::HOST_CONDITION as CONDITION;
 
-/// Longest message put in an event or condition (events.k8s.io caps notes at 1 KiB).
-const MAX_MESSAGE: usize = 1000;
-
-fn truncate(message: &str) -> String {
-    if message.len() <= MAX_MESSAGE {
-        return message.to_string();
-    }
-    let mut end = MAX_MESSAGE;
-    while !message.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}...", &message[..end])
+/// The message of a failure as it goes into the log, the Event and the condition: plugin text (its
+/// reconcile error) is escaped (no line breaks, control characters, terminal escapes or direction overrides
+/// reach any of them raw) and cut to fit an Event's note (the events API caps notes at 1 KiB).
+fn shown(message: &str) -> String {
+    log_guard::escape(message, log_guard::MAX_EVENT_NOTE_TEXT)
 }
 
 fn host_condition(object: &Value) -> Option<&Value> {
@@ -48,7 +44,7 @@ pub(crate) async fn failure(
 ) {
     let namespace = object.namespace().unwrap_or_default();
     let name = object.name_any();
-    let message = truncate(message);
+    let message = shown(message);
     tracing::error!(
         %plugin, %kind, %namespace, %name, reason, attempt, retry_in = ?super::backoff::delay(attempt),
         "reconcile failed: {message}"
@@ -158,4 +154,21 @@ fn now() -> String {
     k8s_openapi::jiff::Timestamp::from_second(now.as_second())
         .unwrap_or(now)
         .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plugins_error_cannot_forge_a_line_or_overflow_a_note() {
+        let forged = "boom\n{\"level\":\"ERROR\",\"fields\":{\"message\":\"forged\"}}\u{1b}[2K\r\u{202e}";
+        let message = shown(&format!("the plugin reported an error: {forged}"));
+        assert!(
+            !message.chars().any(|c| c.is_control() || c == '\u{202e}'),
+            "{message:?}"
+        );
+        assert!(message.contains("boom\\n{\"level\""), "{message}");
+        assert!(shown(&"x".repeat(5000)).len() <= 1024);
+    }
 }

@@ -92,6 +92,7 @@ impl KubeBridge {
                 client.clone(),
                 reporter_instance,
                 fence.clone(),
+                metrics.clone(),
             )),
             namespaces: NamespaceLevels::default(),
             client,

@@ -136,6 +136,15 @@ pub(crate) fn label(key: &str, value: &str) -> Checked {
     Ok(())
 }
 
+/// A finalizer: a qualified name, as the API server requires (`ray.io/rayjob-finalizer`).
+pub(crate) fn finalizer(value: &str) -> Checked {
+    if qualified_name(value) {
+        Ok(())
+    } else {
+        fail("finalizer", value, "must be a qualified name")
+    }
+}
+
 /// Splits at commas outside parentheses.
 fn top_level_parts(selector: &str) -> Vec<&str> {
     let (mut parts, mut depth, mut start) = (Vec::new(), 0i32, 0);

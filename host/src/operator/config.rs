@@ -7,6 +7,11 @@ use kuberay_rayhead::RoutingOptions;
 
 use crate::{leadership::LeaderElection, policy::Policy, sandbox::CallBudget};
 
+/// `--plugin-compile-timeout`'s default.
+pub const DEFAULT_COMPILE_TIMEOUT: Duration = Duration::from_secs(60);
+/// `--plugin-compile-memory-mib`'s default.
+pub const DEFAULT_COMPILE_MEMORY_MIB: u64 = 2048;
+
 /// Everything the operator can be told. Build it with [`OperatorConfig::new`] and the `with_*` methods.
 #[derive(Debug, Clone)]
 pub struct OperatorConfig {
@@ -23,8 +28,17 @@ pub struct OperatorConfig {
     pub plugin_timeout: Duration,
     /// Linear memory one plugin call may grow to.
     pub plugin_memory_bytes: usize,
-    /// Host calls, writes, events and list sizes one plugin call may use.
+    /// What a plugin may ask of the host, per call and across calls, where its policy entry's `budget`
+    /// says nothing.
     pub plugin_budget: CallBudget,
+    /// The executable that compiles plugin components in a child process (`compile-plugin`, with the limits
+    /// below): the operator binary's own (`/proc/self/exe`). `None` compiles in this process, bounded by the
+    /// static limits only (benchmarks, embedders).
+    pub compiler: Option<PathBuf>,
+    /// Wall time one compile in a child may take.
+    pub compile_timeout: Duration,
+    /// Address space one compile in a child may use.
+    pub compile_memory_bytes: u64,
     /// The plugin directory is rescanned when it changes and at least this often; `None` loads it once.
     pub reload_interval: Option<Duration>,
     /// Where compiled plugins are cached; `None` compiles every time.
@@ -56,6 +70,9 @@ impl OperatorConfig {
             plugin_timeout: Duration::from_secs(30),
             plugin_memory_bytes: 128 << 20,
             plugin_budget: CallBudget::default(),
+            compiler: None,
+            compile_timeout: DEFAULT_COMPILE_TIMEOUT,
+            compile_memory_bytes: DEFAULT_COMPILE_MEMORY_MIB << 20,
             reload_interval: Some(Duration::from_secs(5)),
             cache_dir: None,
             policy: None,
@@ -95,6 +112,21 @@ impl OperatorConfig {
     pub fn with_limits(mut self, timeout: Duration, memory_bytes: usize) -> Self {
         self.plugin_timeout = timeout;
         self.plugin_memory_bytes = memory_bytes;
+        self
+    }
+
+    /// Compiles plugin components by running `executable compile-plugin` in a child process, killed after
+    /// `timeout`, with `memory_bytes` of address space.
+    #[must_use]
+    pub fn with_compiler(
+        mut self,
+        executable: impl Into<PathBuf>,
+        timeout: Duration,
+        memory_bytes: u64,
+    ) -> Self {
+        self.compiler = Some(executable.into());
+        self.compile_timeout = timeout;
+        self.compile_memory_bytes = memory_bytes;
         self
     }
 

@@ -17,7 +17,7 @@ use kube::Client;
 use kuberay_plugin_sdk::Kind;
 use tokio::{sync::watch, task::JoinSet};
 
-pub use self::config::OperatorConfig;
+pub use self::config::{DEFAULT_COMPILE_MEMORY_MIB, DEFAULT_COMPILE_TIMEOUT, OperatorConfig};
 use self::term::TermContext;
 use crate::{
     controller,
@@ -27,7 +27,7 @@ use crate::{
     plugin_watch::DirWatch,
     policy::Policy,
     raybridge::RayBridge,
-    sandbox::{CallLimits, Sandbox, SandboxConfig},
+    sandbox::{CallLimits, ChildCompiler, Sandbox, SandboxConfig},
     server::{self, Health, Readiness},
 };
 
@@ -223,6 +223,11 @@ fn sandbox(config: &OperatorConfig, metrics: &Metrics) -> Result<Arc<Sandbox>, O
                 .unwrap_or_else(|| Arc::new(Policy::builtin())),
             // Reconciles are bounded by the concurrency; plugin loads during a rescan need a few more.
             max_concurrent_calls: u32::from(config.concurrency) * 2 + 8,
+            compiler: config.compiler.clone().map(|executable| ChildCompiler {
+                executable,
+                timeout: config.compile_timeout,
+                memory_bytes: config.compile_memory_bytes,
+            }),
         },
         metrics.clone(),
     )?)

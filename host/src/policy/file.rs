@@ -6,7 +6,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use kuberay_plugin_sdk::{Kind, Verb};
 use serde::Deserialize;
 
-use crate::kubernetes::names;
+use crate::{
+    kubernetes::names,
+    sandbox::{CallBudget, RateBudget},
+};
 
 /// The policy shipped for this repository's plugins, used when `--policy` is not given.
 pub(crate) const BUILTIN: &str = include_str!("../../deploy/policy.yaml");
@@ -155,6 +158,10 @@ pub struct Entry {
     pub(crate) verbs: BTreeMap<Kind, BTreeSet<Verb>>,
     pub(crate) ray_heads: bool,
     pub(crate) rules: ContentRules,
+    /// The only finalizer the plugin may declare and set (none if absent).
+    pub(crate) finalizer: Option<String>,
+    /// What it may ask of the host, where the policy says (the operator's defaults elsewhere).
+    pub(crate) budget: BudgetRules,
 }
 
 /// The administrator's policy: which plugins run and what each may do.
@@ -185,6 +192,94 @@ struct RulesFile {
     role_rules: Option<Vec<RoleRule>>,
     secrets: Option<SecretAccess>,
     grandchild_labels: Option<Vec<String>>,
+    /// Only in `defaults` (an entry's own is in [`EntryFile`]); [`rules`] does not read it.
+    #[serde(default)]
+    budget: BudgetRules,
+}
+
+/// `budget:` (in `defaults` and per entry): what a plugin may ask of the host, per call and across its calls.
+/// A key that is absent comes from the defaults' `budget`, then from the operator's own defaults
+/// ([`CallBudget::default`]), so there is one source of each default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct BudgetRules {
+    host_calls: Option<u32>,
+    writes: Option<u32>,
+    events: Option<u32>,
+    list_items: Option<usize>,
+    write_bytes: Option<u64>,
+    event_burst: Option<u32>,
+    events_per_second: Option<u32>,
+    write_bytes_burst: Option<u64>,
+    write_bytes_per_second: Option<u64>,
+}
+
+impl BudgetRules {
+    /// These rules where they say something, `base` elsewhere.
+    fn over(self, base: Self) -> Self {
+        Self {
+            host_calls: self.host_calls.or(base.host_calls),
+            writes: self.writes.or(base.writes),
+            events: self.events.or(base.events),
+            list_items: self.list_items.or(base.list_items),
+            write_bytes: self.write_bytes.or(base.write_bytes),
+            event_burst: self.event_burst.or(base.event_burst),
+            events_per_second: self.events_per_second.or(base.events_per_second),
+            write_bytes_burst: self.write_bytes_burst.or(base.write_bytes_burst),
+            write_bytes_per_second: self.write_bytes_per_second.or(base.write_bytes_per_second),
+        }
+    }
+
+    /// The budget these rules make of the operator's `defaults`.
+    pub(crate) fn resolve(self, defaults: CallBudget) -> CallBudget {
+        let rates = defaults.rates;
+        CallBudget {
+            host_calls: self.host_calls.unwrap_or(defaults.host_calls),
+            writes: self.writes.unwrap_or(defaults.writes),
+            events: self.events.unwrap_or(defaults.events),
+            list_items: self.list_items.unwrap_or(defaults.list_items),
+            write_bytes: self.write_bytes.unwrap_or(defaults.write_bytes),
+            rates: RateBudget {
+                event_burst: self.event_burst.unwrap_or(rates.event_burst),
+                events_per_second: self.events_per_second.unwrap_or(rates.events_per_second),
+                write_bytes_burst: self.write_bytes_burst.unwrap_or(rates.write_bytes_burst),
+                write_bytes_per_second: self
+                    .write_bytes_per_second
+                    .unwrap_or(rates.write_bytes_per_second),
+            },
+        }
+    }
+
+    /// Refuses values outside the ranges the operator supports.
+    fn validate(&self) -> Result<(), String> {
+        const MIB: u64 = 1 << 20;
+        let object = crate::sandbox::MAX_OBJECT_BYTES as u64;
+        let ranges: [(&str, Option<u64>, u64, u64); 9] = [
+            ("hostCalls", self.host_calls.map(u64::from), 1, 1_000_000),
+            ("writes", self.writes.map(u64::from), 1, 100_000),
+            ("events", self.events.map(u64::from), 0, 10_000),
+            ("listItems", self.list_items.map(|n| n as u64), 1, 1_000_000),
+            // One object of the largest size must fit in a call and in a burst.
+            ("writeBytes", self.write_bytes, object, 1024 * MIB),
+            ("eventBurst", self.event_burst.map(u64::from), 0, 100_000),
+            (
+                "eventsPerSecond",
+                self.events_per_second.map(u64::from),
+                0,
+                10_000,
+            ),
+            ("writeBytesBurst", self.write_bytes_burst, object, 16 * 1024 * MIB),
+            ("writeBytesPerSecond", self.write_bytes_per_second, 1, 1024 * MIB),
+        ];
+        for (key, value, min, max) in ranges {
+            if let Some(value) = value.filter(|v| !(min..=max).contains(v)) {
+                return Err(format!(
+                    "budget.{key} is {value}; it must be between {min} and {max}"
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 #[derive(Deserialize)]
@@ -210,6 +305,10 @@ struct EntryFile {
     role_rules: Option<Vec<RoleRule>>,
     secrets: Option<SecretAccess>,
     grandchild_labels: Option<Vec<String>>,
+    #[serde(default)]
+    finalizer: Option<String>,
+    #[serde(default)]
+    budget: BudgetRules,
 }
 
 impl EntryFile {
@@ -226,6 +325,7 @@ impl EntryFile {
             role_rules: self.role_rules.take(),
             secrets: self.secrets.take(),
             grandchild_labels: self.grandchild_labels.take(),
+            budget: BudgetRules::default(),
         }
     }
 }
@@ -325,13 +425,13 @@ fn rules(defaults: &ContentRules, file: RulesFile) -> Result<ContentRules, Polic
     Ok(rules)
 }
 
-fn entry(defaults: &ContentRules, mut e: EntryFile) -> Result<Entry, PolicyError> {
-    let invalid = |m: String| Err(PolicyError::Invalid(format!("plugin {:?}: {m}", e.name)));
+/// Checks an entry's name, file name and pin, its finalizer and its budget; returns the pin, normalized.
+fn checked_pin(e: &EntryFile) -> Result<Option<String>, String> {
     if !valid_name(&e.name) {
-        return invalid("the name must be 1-63 lowercase letters, digits or '-'".into());
+        return Err("the name must be 1-63 lowercase letters, digits or '-'".into());
     }
     if e.file.is_empty() || e.file.contains('/') || !e.file.ends_with(".wasm") {
-        return invalid(format!(
+        return Err(format!(
             "file {:?} must be a *.wasm file name in the plugin directory",
             e.file
         ));
@@ -344,8 +444,21 @@ fn entry(defaults: &ContentRules, mut e: EntryFile) -> Result<Entry, PolicyError
         .as_ref()
         .is_some_and(|s| s.len() != 64 || !s.chars().all(|c| c.is_ascii_hexdigit()))
     {
-        return invalid("sha256 must be 64 hexadecimal digits".into());
+        return Err("sha256 must be 64 hexadecimal digits".into());
     }
+    if let Some(Err(bad)) = e.finalizer.as_deref().map(names::finalizer) {
+        return Err(bad.to_string());
+    }
+    e.budget.validate()?;
+    Ok(sha256)
+}
+
+fn entry(defaults: &ContentRules, budget: BudgetRules, mut e: EntryFile) -> Result<Entry, PolicyError> {
+    let invalid = |m: String| Err(PolicyError::Invalid(format!("plugin {:?}: {m}", e.name)));
+    let sha256 = match checked_pin(&e) {
+        Ok(sha256) => sha256,
+        Err(bad) => return invalid(bad),
+    };
     let reconciles = parse_kind(&e.reconciles)?;
     if is_sensitive_reconciled_kind(&reconciles) {
         return invalid(format!(
@@ -371,6 +484,8 @@ fn entry(defaults: &ContentRules, mut e: EntryFile) -> Result<Entry, PolicyError
         verbs,
         ray_heads: e.ray_heads,
         rules,
+        finalizer: e.finalizer,
+        budget: e.budget.over(budget),
     })
 }
 
@@ -378,11 +493,15 @@ impl Policy {
     /// Parses and checks a policy.
     pub fn parse(text: &str) -> Result<Self, PolicyError> {
         let file: PolicyFile = serde_yaml::from_str(text).map_err(|e| PolicyError::Syntax(e.to_string()))?;
+        let budget = file.defaults.budget;
         let defaults = rules(&ContentRules::default(), file.defaults)?;
+        budget
+            .validate()
+            .map_err(|e| PolicyError::Invalid(format!("defaults: {e}")))?;
         let entries = file
             .plugins
             .into_iter()
-            .map(|e| entry(&defaults, e))
+            .map(|e| entry(&defaults, budget, e))
             .collect::<Result<Vec<_>, _>>()?;
         for (i, a) in entries.iter().enumerate() {
             for b in &entries[..i] {
@@ -450,6 +569,22 @@ mod tests {
         assert_eq!(raycronjob.name, "raycronjob");
         assert!(!raycronjob.rules.secrets.owned);
         assert!(policy.entry_for_file("chaos.wasm").is_none());
+        // Each plugin's finalizer, as it declares it (KubeRay's names); none for RayCronJobs.
+        use kuberay_crds::constants::finalizers;
+        for (file, finalizer) in [
+            ("raycluster.wasm", Some(finalizers::GCS_FT_REDIS_CLEANUP)),
+            ("rayjob.wasm", Some(finalizers::RAY_JOB_STOP_JOB)),
+            ("rayservice.wasm", Some(finalizers::RAY_SERVICE)),
+            ("raycronjob.wasm", None),
+        ] {
+            let entry = policy.entry_for_file(file).unwrap();
+            assert_eq!(entry.finalizer.as_deref(), finalizer, "{file}");
+            assert_eq!(
+                entry.budget,
+                BudgetRules::default(),
+                "{file}: the operator's defaults"
+            );
+        }
         let pod = Kind::new("", "v1", "Pod");
         assert!(
             policy
@@ -508,6 +643,30 @@ mod tests {
             (
                 "plugins: [{name: a, file: a.wasm, reconciles: x.io/v1/A}, {name: a, file: b.wasm, reconciles: x.io/v1/B}]",
                 "same name",
+            ),
+            (
+                "plugins: [{name: a, file: a.wasm, reconciles: x.io/v1/A, finalizer: \"a b\"}]",
+                "invalid finalizer",
+            ),
+            (
+                "plugins: [{name: a, file: a.wasm, reconciles: x.io/v1/A, budget: {writes: 0}}]",
+                "budget.writes is 0",
+            ),
+            (
+                "plugins: [{name: a, file: a.wasm, reconciles: x.io/v1/A, budget: {writeBytes: 1024}}]",
+                "budget.writeBytes",
+            ),
+            (
+                "plugins: [{name: a, file: a.wasm, reconciles: x.io/v1/A, budget: {writeBytesPerSecond: -1}}]",
+                "YAML",
+            ),
+            (
+                "plugins: [{name: a, file: a.wasm, reconciles: x.io/v1/A, budget: {writesPerHour: 1}}]",
+                "YAML",
+            ),
+            (
+                "defaults: {budget: {hostCalls: 2000000}}\nplugins: []",
+                "defaults: budget.hostCalls",
             ),
             (
                 "plugins: [{name: a, file: a.wasm, reconciles: x.io/v1/A}, {name: b, file: b.wasm, reconciles: x.io/v1/A}]",

@@ -1,6 +1,6 @@
 //! The effective grant of a plugin: what it asks for in its metadata intersected with its policy entry,
-//! and the checks that refuse a plugin file at load time (no entry, a wrong pin, a name or kind it may not
-//! take, a reload asking for more than the running version holds).
+//! and the checks that refuse a plugin file at load time (no entry, a wrong pin, a name, kind or finalizer
+//! it may not take, a reload asking for more than the running version holds or for another finalizer).
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -10,6 +10,7 @@ use std::{
 use kuberay_plugin_sdk::{Kind, PluginMetadata, Verb};
 
 use super::file::{ContentRules, Policy, is_sensitive_reconciled_kind, verb_name};
+use crate::sandbox::CallBudget;
 
 /// What a plugin may do. Checked on every host call; anything not granted is refused.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -22,6 +23,11 @@ pub struct Grant {
     /// Whether the plugin may send requests to Ray heads.
     pub ray_heads: bool,
     pub(crate) rules: Option<ContentRules>,
+    /// The finalizer the plugin may set on its objects, and whose presence makes the host call its
+    /// `cleanup`: the one its entry names, if the plugin declares it.
+    pub finalizer: Option<String>,
+    /// What its calls may ask of the host: its entry's `budget`, the operator's defaults elsewhere.
+    pub budget: CallBudget,
     /// What was asked for but not granted, for the load log.
     pub withheld: Vec<String>,
     /// Kinds the whole policy names: the only kinds metrics may carry as labels.
@@ -87,6 +93,15 @@ impl Grant {
         if let Some(kind) = self.owns.difference(&running.owns).next() {
             return Some(format!("owning {kind}"));
         }
+        // Another finalizer (or none where there was one) would strand the objects that carry the running
+        // one: nothing would remove it.
+        if self.finalizer != running.finalizer {
+            return Some(format!(
+                "the finalizer {} where it holds {}",
+                self.finalizer.as_deref().unwrap_or("(none)"),
+                running.finalizer.as_deref().unwrap_or("(none)")
+            ));
+        }
         (self.ray_heads && !running.ray_heads).then(|| "reaching Ray heads".into())
     }
 }
@@ -99,14 +114,13 @@ fn refusal(entry: &str, reason: &'static str, message: String) -> LoadRefusal {
     }
 }
 
-/// The grant of the plugin in the file `file` (digest `sha256`) that describes itself as `metadata`, or why
-/// it may not run.
-pub(crate) fn grant_for(
-    policy: &Policy,
+/// The entry of the plugin file `file` (digest `sha256`), or why no plugin in it may run: checked before
+/// the file is compiled, and again by [`grant_for`].
+pub(crate) fn entry_for<'p>(
+    policy: &'p Policy,
     file: &str,
     sha256: &str,
-    metadata: &PluginMetadata,
-) -> Result<Grant, LoadRefusal> {
+) -> Result<&'p super::file::Entry, LoadRefusal> {
     let Some(entry) = policy.entry_for_file(file) else {
         return Err(refusal(
             "unknown",
@@ -114,6 +128,26 @@ pub(crate) fn grant_for(
             format!("the policy has no entry for the plugin file {file:?}"),
         ));
     };
+    if entry.sha256.as_deref().is_some_and(|pin| pin != sha256) {
+        return Err(refusal(
+            &entry.name,
+            "digest-mismatch",
+            format!("the file's sha256 {sha256} is not the one the policy pins"),
+        ));
+    }
+    Ok(entry)
+}
+
+/// The grant of the plugin in the file `file` (digest `sha256`) that describes itself as `metadata`, or why
+/// it may not run. Where its entry sets no budget, `defaults` (the operator's) apply.
+pub(crate) fn grant_for(
+    policy: &Policy,
+    file: &str,
+    sha256: &str,
+    metadata: &PluginMetadata,
+    defaults: CallBudget,
+) -> Result<Grant, LoadRefusal> {
+    let entry = entry_for(policy, file, sha256)?;
     let name = entry.name.as_str();
     if is_sensitive_reconciled_kind(&metadata.reconciles) {
         return Err(refusal(
@@ -123,13 +157,6 @@ pub(crate) fn grant_for(
                 "{} is a built-in kind; plugins may only reconcile custom resources",
                 metadata.reconciles
             ),
-        ));
-    }
-    if entry.sha256.as_deref().is_some_and(|pin| pin != sha256) {
-        return Err(refusal(
-            name,
-            "digest-mismatch",
-            format!("the file's sha256 {sha256} is not the one the policy pins"),
         ));
     }
     if metadata.name != entry.name {
@@ -152,10 +179,26 @@ pub(crate) fn grant_for(
             ),
         ));
     }
+    if metadata.finalizer.is_some() && metadata.finalizer != entry.finalizer {
+        return Err(refusal(
+            name,
+            "finalizer-not-allowed",
+            format!(
+                "the plugin declares the finalizer {:?}; the policy allows {}",
+                metadata.finalizer.as_deref().unwrap_or_default(),
+                entry
+                    .finalizer
+                    .as_deref()
+                    .map_or_else(|| "none".to_string(), |f| format!("{f:?}"))
+            ),
+        ));
+    }
     let mut grant = Grant {
         entry: entry.name.clone(),
         ray_heads: metadata.uses_ray_head && entry.ray_heads,
         rules: Some(entry.rules.clone()),
+        finalizer: metadata.finalizer.clone(),
+        budget: entry.budget.resolve(defaults),
         labelled_kinds: Arc::new(policy.entries().iter().flat_map(named_kinds).collect()),
         reconciled_kinds: Arc::new(policy.entries().iter().map(|e| e.reconciles.clone()).collect()),
         ..Grant::default()
@@ -228,6 +271,7 @@ mod tests {
             "p.wasm",
             "",
             &metadata("p", Kind::new("x.io", "v1", "P"), asked),
+            CallBudget::default(),
         )
         .unwrap();
         assert!(grant.allows(&pods, Verb::Create));
@@ -256,9 +300,15 @@ mod tests {
         let policy = Policy::parse(POLICY).unwrap();
         let p = Kind::new("x.io", "v1", "P");
         let reason = |file: &str, name: &str, kind: Kind| {
-            grant_for(&policy, file, "", &metadata(name, kind, vec![]))
-                .err()
-                .map(|r| r.reason)
+            grant_for(
+                &policy,
+                file,
+                "",
+                &metadata(name, kind, vec![]),
+                CallBudget::default(),
+            )
+            .err()
+            .map(|r| r.reason)
         };
         assert_eq!(reason("q.wasm", "p", p.clone()), Some("unknown-plugin"));
         assert_eq!(reason("p.wasm", "q", p.clone()), Some("name-mismatch"));
@@ -276,9 +326,19 @@ mod tests {
             "p.wasm",
             &"b".repeat(64),
             &metadata("p", p.clone(), vec![]),
+            CallBudget::default(),
         );
         assert_eq!(refused.err().map(|r| r.reason), Some("digest-mismatch"));
-        assert!(grant_for(&pinned, "p.wasm", &"a".repeat(64), &metadata("p", p, vec![])).is_ok());
+        assert!(
+            grant_for(
+                &pinned,
+                "p.wasm",
+                &"a".repeat(64),
+                &metadata("p", p, vec![]),
+                CallBudget::default()
+            )
+            .is_ok()
+        );
     }
 
     #[test]
@@ -288,10 +348,102 @@ mod tests {
         let pods = Kind::new("", "v1", "Pod");
         let small = vec![Capability::new(pods.clone(), &[Verb::Get])];
         let big = vec![Capability::new(pods, &[Verb::Get, Verb::Create])];
-        let running = grant_for(&policy, "p.wasm", "", &metadata("p", p.clone(), small)).unwrap();
-        let update = grant_for(&policy, "p.wasm", "", &metadata("p", p, big)).unwrap();
+        let running = grant_for(
+            &policy,
+            "p.wasm",
+            "",
+            &metadata("p", p.clone(), small),
+            CallBudget::default(),
+        )
+        .unwrap();
+        let update = grant_for(
+            &policy,
+            "p.wasm",
+            "",
+            &metadata("p", p, big),
+            CallBudget::default(),
+        )
+        .unwrap();
         assert_eq!(update.exceeds(&running).as_deref(), Some("create on v1/Pod"));
         assert_eq!(running.exceeds(&update), None);
         assert_eq!(running.exceeds(&running), None);
+    }
+
+    fn with_finalizer(finalizer: Option<&str>) -> PluginMetadata {
+        PluginMetadata {
+            finalizer: finalizer.map(String::from),
+            ..metadata("p", Kind::new("x.io", "v1", "P"), vec![])
+        }
+    }
+
+    #[test]
+    fn only_the_entrys_finalizer_may_be_declared_and_a_reload_may_not_change_it() {
+        let grant = |policy: &Policy, finalizer| {
+            grant_for(
+                policy,
+                "p.wasm",
+                "",
+                &with_finalizer(finalizer),
+                CallBudget::default(),
+            )
+        };
+        let none = Policy::parse(POLICY).unwrap();
+        let refused = grant(&none, Some("x.io/p-finalizer")).unwrap_err();
+        assert_eq!(refused.reason, "finalizer-not-allowed");
+        assert!(
+            refused.message.contains("x.io/p-finalizer"),
+            "{}",
+            refused.message
+        );
+        assert_eq!(grant(&none, None).unwrap().finalizer, None);
+
+        let one = Policy::parse(&POLICY.replace("  rayHeads", "  finalizer: x.io/p-finalizer\n  rayHeads"))
+            .unwrap();
+        let granted = grant(&one, Some("x.io/p-finalizer")).unwrap();
+        assert_eq!(granted.finalizer.as_deref(), Some("x.io/p-finalizer"));
+        assert_eq!(
+            grant(&one, Some("x.io/other")).unwrap_err().reason,
+            "finalizer-not-allowed"
+        );
+        // A plugin may do without its entry's finalizer; it then has none.
+        let without = grant(&one, None).unwrap();
+        assert_eq!(without.finalizer, None);
+        // Any change on reload is an escalation: a new one is more, and dropping one strands the objects
+        // that carry it.
+        assert!(
+            granted
+                .exceeds(&without)
+                .is_some_and(|m| m.contains("x.io/p-finalizer"))
+        );
+        assert!(without.exceeds(&granted).is_some());
+        assert_eq!(granted.exceeds(&granted), None);
+    }
+
+    #[test]
+    fn the_budget_is_the_entrys_over_the_policy_defaults_over_the_operators() {
+        let policy = Policy::parse(
+            "defaults: {budget: {writes: 7, eventBurst: 3}}\n\
+             plugins:\n\
+             - {name: p, file: p.wasm, reconciles: x.io/v1/P, budget: {writes: 9, writeBytesPerSecond: 4096}}\n\
+             - {name: q, file: q.wasm, reconciles: x.io/v1/Q}\n",
+        )
+        .unwrap();
+        let operator = CallBudget {
+            host_calls: 11,
+            ..CallBudget::default()
+        };
+        let p = grant_for(&policy, "p.wasm", "", &with_finalizer(None), operator).unwrap();
+        assert_eq!(p.budget.writes, 9);
+        assert_eq!(p.budget.rates.write_bytes_per_second, 4096);
+        assert_eq!(p.budget.rates.event_burst, 3);
+        assert_eq!(p.budget.host_calls, 11);
+        assert_eq!(p.budget.events, CallBudget::default().events);
+        let q_metadata = metadata("q", Kind::new("x.io", "v1", "Q"), vec![]);
+        let q = grant_for(&policy, "q.wasm", "", &q_metadata, operator).unwrap();
+        assert_eq!(q.budget.writes, 7);
+        assert_eq!(
+            q.budget.rates.write_bytes_per_second,
+            CallBudget::default().rates.write_bytes_per_second
+        );
     }
 }

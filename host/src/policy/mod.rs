@@ -10,5 +10,5 @@ pub(crate) mod file;
 pub(crate) mod grant;
 
 pub use file::{Entry, Policy, PolicyError, Profile};
-pub(crate) use grant::grant_for;
 pub use grant::{Grant, LoadRefusal};
+pub(crate) use grant::{entry_for, grant_for};

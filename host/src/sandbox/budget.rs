@@ -2,8 +2,17 @@
 //! and how often it calls; without bounds, a few bytes of guest code could make the host parse gigabytes of
 //! JSON, send thousands of writes to the API server or fill the event stream. Every host call is charged
 //! here before the host does any work for it: the strings it passes are checked against fixed caps, and the
-//! calls, writes and events of one reconcile against the call's [`CallBudget`]. The first breach is
-//! remembered; the call then fails as `PluginLimitExceeded` (the guest is stopped at its next epoch tick).
+//! calls, writes, written bytes and events of one reconcile against the call's [`CallBudget`]. The first
+//! breach is remembered; the call then fails as `PluginLimitExceeded` (the guest is stopped at its next
+//! epoch tick).
+//!
+//! Across calls, a plugin's written bytes and its events are metered by token buckets ([`TokenBucket`], sized
+//! by [`RateBudget`]) shared by all its calls: requeueing every 200 ms does not multiply what one call may
+//! do. Bytes over the rate fail the call like any other breach; events over it are dropped
+//! (`kubernetes::events`). Both budgets come from the plugin's policy entry (`budget:`), the operator's
+//! defaults ([`CallBudget::default`]) where it says nothing.
+
+use std::{sync::Mutex, time::Instant};
 
 /// Largest object (JSON text) a plugin may create or apply: etcd's default request limit.
 pub(crate) const MAX_OBJECT_BYTES: usize = 1536 * 1024;
@@ -24,7 +33,8 @@ pub(crate) const MAX_RAY_PATH_BYTES: usize = 4096;
 pub(crate) const MAX_RAY_HEADERS: usize = 32;
 pub(crate) const MAX_RAY_HEADER_BYTES: usize = 16 << 10;
 
-/// How much one call (one reconcile or cleanup) may ask of the host.
+/// How much one call (one reconcile or cleanup) may ask of the host, and (`rates`) how much all of a
+/// plugin's calls together may ask over time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CallBudget {
     /// Host calls of any kind (reads, writes, events, Ray requests; not log lines).
@@ -35,17 +45,94 @@ pub struct CallBudget {
     pub events: u32,
     /// Objects one list may return.
     pub list_items: usize,
+    /// Bytes of the objects and statuses created and applied (their JSON text, as the plugin passed it).
+    pub write_bytes: u64,
+    /// Across calls.
+    pub rates: RateBudget,
 }
 
 impl Default for CallBudget {
-    /// Well above what KubeRay's controllers do in one reconcile of a large cluster.
+    /// Well above what KubeRay's controllers do in one reconcile of a large cluster (a worker Pod of KubeRay's
+    /// sample as the RayCluster plugin writes it is 4.1 KiB, its head Service 1 KiB: a reconcile creating
+    /// 1000 workers writes about 4 MiB).
     fn default() -> Self {
         Self {
             host_calls: 5000,
             writes: 1000,
             events: 100,
             list_items: 10_000,
+            write_bytes: 8 << 20,
+            rates: RateBudget::default(),
         }
+    }
+}
+
+/// What all of one plugin's calls together may ask of the host over time: a burst, then a steady rate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateBudget {
+    /// Events recorded in a burst, and per second after it; beyond, events are dropped and counted.
+    pub event_burst: u32,
+    pub events_per_second: u32,
+    /// Bytes written in a burst, and per second after it; beyond, the call fails as `PluginLimitExceeded`.
+    pub write_bytes_burst: u64,
+    pub write_bytes_per_second: u64,
+}
+
+impl Default for RateBudget {
+    /// A thousand RayClusters created at once (about 4,000 events and 20 MiB of Pods, Services and statuses in
+    /// a minute) stay within it; a plugin flooding from many objects at once does not.
+    fn default() -> Self {
+        Self {
+            event_burst: 1000,
+            events_per_second: 50,
+            write_bytes_burst: 64 << 20,
+            write_bytes_per_second: 8 << 20,
+        }
+    }
+}
+
+/// A token bucket: `burst` tokens, refilled at `per_second`, shared by whoever holds it. A few lines rather
+/// than a crate: `governor`'s buckets hold whole cells of at most `u32`, and this one meters bytes as well
+/// as events.
+#[derive(Debug)]
+pub(crate) struct TokenBucket {
+    burst: f64,
+    per_second: f64,
+    state: Mutex<(f64, Instant)>,
+}
+
+impl TokenBucket {
+    /// A full bucket.
+    pub(crate) fn new(burst: u64, per_second: u64) -> Self {
+        let burst = burst as f64;
+        Self {
+            burst,
+            per_second: per_second as f64,
+            state: Mutex::new((burst, Instant::now())),
+        }
+    }
+
+    /// Takes `n` tokens if there are that many.
+    pub(crate) fn take(&self, n: u64) -> bool {
+        self.take_at(n, Instant::now())
+    }
+
+    pub(crate) fn take_at(&self, n: u64, now: Instant) -> bool {
+        let mut state = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (tokens, at) = *state;
+        let refilled = now.saturating_duration_since(at).as_secs_f64() * self.per_second;
+        let tokens = (tokens + refilled).min(self.burst);
+        let wanted = n as f64;
+        let (left, taken) = if tokens >= wanted {
+            (tokens - wanted, true)
+        } else {
+            (tokens, false)
+        };
+        *state = (left, now.max(at));
+        taken
     }
 }
 
@@ -65,6 +152,7 @@ pub(crate) struct Usage {
     host_calls: u32,
     writes: u32,
     events: u32,
+    write_bytes: u64,
     /// The first breach, if any.
     pub(crate) exceeded: Option<Exceeded>,
     /// Whether the first breach was logged and counted.
@@ -133,6 +221,35 @@ impl Usage {
         Ok(())
     }
 
+    /// Charges the bytes of an object or status to write: to this call's budget, then to the plugin's rate
+    /// across calls (`rate`, which is only charged when the call's budget allows the write).
+    pub(crate) fn write_bytes(&mut self, len: usize, rate: &TokenBucket) -> Result<(), Exceeded> {
+        if let Some(exceeded) = &self.exceeded {
+            return Err(exceeded.clone());
+        }
+        self.write_bytes = self.write_bytes.saturating_add(len as u64);
+        let max = self.budget.write_bytes;
+        if self.write_bytes > max {
+            return self.breach(
+                "write-bytes",
+                format!("more than {max} bytes written in one reconcile"),
+            );
+        }
+        if !rate.take(len as u64) {
+            let (burst, per_second) = (
+                self.budget.rates.write_bytes_burst,
+                self.budget.rates.write_bytes_per_second,
+            );
+            return self.breach(
+                "write-bytes-rate",
+                format!(
+                    "the plugin writes more than {per_second} bytes per second (after a burst of {burst}) across its reconciles; retried later"
+                ),
+            );
+        }
+        Ok(())
+    }
+
     /// Checks the number of objects a list returns.
     pub(crate) fn list(&mut self, items: usize) -> Result<(), Exceeded> {
         let max = self.budget.list_items;
@@ -166,6 +283,7 @@ mod tests {
             writes: 2,
             events: 1,
             list_items: 3,
+            ..CallBudget::default()
         };
         let mut usage = Usage::new(budget);
         assert!(usage.charge(Cost::Write).is_ok());
@@ -202,5 +320,54 @@ mod tests {
         let mut usage = Usage::new(CallBudget::default());
         assert!(usage.list(10_000).is_ok());
         assert_eq!(usage.list(10_001).unwrap_err().limit, "list-items");
+    }
+
+    #[test]
+    fn written_bytes_are_bounded_per_call_and_across_calls() {
+        let budget = CallBudget {
+            write_bytes: 100,
+            ..CallBudget::default()
+        };
+        let plenty = TokenBucket::new(1000, 0);
+        let mut usage = Usage::new(budget);
+        assert!(usage.write_bytes(60, &plenty).is_ok());
+        assert!(usage.write_bytes(40, &plenty).is_ok());
+        let breach = usage.write_bytes(1, &plenty).unwrap_err();
+        assert_eq!(breach.limit, "write-bytes");
+        assert!(
+            breach.message.contains("more than 100 bytes"),
+            "{}",
+            breach.message
+        );
+        // The bucket was not charged for the write the call refused.
+        assert!(plenty.take(900));
+        assert!(!plenty.take(1));
+
+        // A fresh call of the same plugin is refused once the shared bucket is empty.
+        let shared = TokenBucket::new(150, 0);
+        assert!(Usage::new(budget).write_bytes(100, &shared).is_ok());
+        let mut next = Usage::new(budget);
+        assert_eq!(
+            next.write_bytes(100, &shared).unwrap_err().limit,
+            "write-bytes-rate"
+        );
+        assert!(next.exceeded.is_some());
+    }
+
+    #[test]
+    fn a_token_bucket_allows_a_burst_then_its_rate() {
+        let bucket = TokenBucket::new(10, 5);
+        let start = Instant::now();
+        assert!((0..10).all(|_| bucket.take_at(1, start)));
+        assert!(!bucket.take_at(1, start));
+        let second = start + std::time::Duration::from_secs(1);
+        assert!((0..5).all(|_| bucket.take_at(1, second)));
+        assert!(!bucket.take_at(1, second));
+        // Never more than the burst, however long it rested; more than the burst at once never passes.
+        let later = start + std::time::Duration::from_secs(3600);
+        assert!(!bucket.take_at(11, later));
+        assert!(bucket.take_at(10, later));
+        // A clock that goes backwards refills nothing.
+        assert!(!bucket.take_at(1, start));
     }
 }

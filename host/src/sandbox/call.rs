@@ -11,7 +11,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use super::{
     bindings::{ReconcilePluginPre, wit_k8s, wit_log, wit_ray, wit_reconciler, wit_types},
-    budget::{self, CallBudget, Cost, Exceeded, Usage},
+    budget::{self, CallBudget, Cost, Exceeded, TokenBucket, Usage},
     host_api::HostApi,
     limits::StoreLimits,
     log_guard::{self, LogRate},
@@ -30,7 +30,8 @@ pub struct CallLimits {
     pub timeout: Duration,
     /// Linear memory the guest may grow to, across all its memories.
     pub memory_bytes: usize,
-    /// Host calls, writes, events and list sizes of one call.
+    /// The operator's default budget: a plugin's policy entry overrides it (`budget:`), and the plugin's
+    /// grant carries the result, which its calls are held to.
     pub budget: CallBudget,
 }
 
@@ -48,6 +49,8 @@ pub struct CallContext {
     pub(crate) metrics: Metrics,
     /// The plugin's log rate limit, shared by all its calls.
     pub(crate) log_rate: Arc<LogRate>,
+    /// The plugin's written bytes across calls (its grant's `budget.rates`), shared by all its calls.
+    pub(crate) write_rate: Arc<TokenBucket>,
 }
 
 /// The data of a Store: WASI with nothing in it, the limits, and the call's context.
@@ -78,7 +81,7 @@ impl CallState {
             wasi,
             table: ResourceTable::new(),
             limiter: StoreLimits::new(limits.memory_bytes),
-            usage: Usage::new(limits.budget),
+            usage: Usage::new(ctx.grant.budget),
             ctx,
             stdout,
             stderr,
@@ -114,6 +117,12 @@ impl CallState {
     /// Charges one host call of `cost`.
     fn spend(&mut self, cost: Cost) -> Result<(), wit_types::HostError> {
         let charged = self.usage.charge(cost);
+        self.exceeded(charged)
+    }
+
+    /// Charges the bytes of an object or status to write, per call and across calls.
+    fn written(&mut self, text: &str) -> Result<(), wit_types::HostError> {
+        let charged = self.usage.write_bytes(text.len(), &self.ctx.write_rate);
         self.exceeded(charged)
     }
 
@@ -218,6 +227,7 @@ impl wit_k8s::Host for CallState {
     async fn create(&mut self, object: String) -> Result<String, wit_types::HostError> {
         self.spend(Cost::Write)?;
         self.input("object", &object, budget::MAX_OBJECT_BYTES)?;
+        self.written(&object)?;
         let (kind, value) = wit::parse_object(&object)?;
         let call = self.ctx.host.create(kind.clone(), value);
         let result = checked(self.check(&kind, Verb::Create), call).await;
@@ -227,6 +237,7 @@ impl wit_k8s::Host for CallState {
     async fn apply(&mut self, object: String) -> Result<String, wit_types::HostError> {
         self.spend(Cost::Write)?;
         self.input("object", &object, budget::MAX_OBJECT_BYTES)?;
+        self.written(&object)?;
         let (kind, value) = wit::parse_object(&object)?;
         let call = self.ctx.host.apply(kind.clone(), value);
         let result = checked(self.check(&kind, Verb::Apply), call).await;
@@ -236,6 +247,7 @@ impl wit_k8s::Host for CallState {
     async fn apply_status(&mut self, status: String) -> Result<(), wit_types::HostError> {
         self.spend(Cost::Write)?;
         self.input("status", &status, budget::MAX_OBJECT_BYTES)?;
+        self.written(&status)?;
         let kind = self.ctx.primary_kind.clone();
         let value = wit::parse_status(&status)?;
         let call = self.ctx.host.apply_status(value);
@@ -399,7 +411,9 @@ fn classify_trap(store: &Store<CallState>, trap: &wasmtime::Error) -> CallFailur
     if let Some(breach) = &store.data().usage.exceeded {
         return CallFailure::LimitExceeded(breach.message.clone());
     }
-    tracing::debug!(plugin = %store.data().ctx.plugin, object = %store.data().ctx.object, "trap: {trap:?}");
+    // The backtrace names the plugin's functions as its name section spells them: escaped like its logs.
+    let trace = log_guard::escape(&format!("{trap:?}"), 4 * log_guard::MAX_LOG_TEXT);
+    tracing::debug!(plugin = %store.data().ctx.plugin, object = %store.data().ctx.object, "trap: {trace}");
     CallFailure::Trapped(trap.root_cause().to_string())
 }
 

@@ -44,6 +44,8 @@ impl Source {
 pub(crate) enum CacheError {
     #[error("compiling the component: {0:#}")]
     Compile(wasmtime::Error),
+    #[error("loading the compiled component: {0:#}")]
+    Load(wasmtime::Error),
 }
 
 pub(crate) struct CompileCache {
@@ -82,39 +84,72 @@ impl CompileCache {
         ))
     }
 
-    /// The component for `wasm` (whose SHA-256 is `digest`): from the cache if a valid entry exists,
-    /// otherwise compiled and stored.
-    pub(crate) fn load(
+    /// The cached component of `digest`, if a valid entry exists.
+    pub(crate) fn cached(&self, engine: &Engine, digest: &str) -> Option<Component> {
+        let (artifact, checksum) = self.entry(digest)?;
+        self.read(engine, &artifact, &checksum)
+    }
+
+    /// Compiles `wasm` (whose SHA-256 is `digest`) in this process and stores it.
+    pub(crate) fn compile(
         &self,
         engine: &Engine,
         wasm: &[u8],
         digest: &str,
-    ) -> Result<(Component, Source), CacheError> {
-        if let Some((artifact, checksum)) = self.entry(digest)
-            && let Some(component) = self.read(engine, &artifact, &checksum)
-        {
-            return Ok((component, Source::Cache));
-        }
+    ) -> Result<Component, CacheError> {
         let component = Component::new(engine, wasm).map_err(CacheError::Compile)?;
-        if let Some((artifact, checksum)) = self.entry(digest) {
+        if self.dir.is_some() {
             match component.serialize() {
-                Ok(bytes) => match write_atomically(&artifact, &bytes)
-                    .and_then(|()| write_atomically(&checksum, sha256_hex(&bytes).as_bytes()))
-                {
-                    // The stored entry, mapped, replaces the copy in memory (see `read`).
-                    Ok(()) => {
-                        if let Some(mapped) = self.read(engine, &artifact, &checksum) {
-                            return Ok((mapped, Source::Compiled));
-                        }
+                // The stored entry, mapped, replaces the copy in memory (see `read`).
+                Ok(bytes) => {
+                    if let Some(mapped) = self.store(engine, digest, &bytes) {
+                        return Ok(mapped);
                     }
-                    Err(e) => {
-                        tracing::warn!(path = %artifact.display(), error = %e, "could not store a compiled plugin")
-                    }
-                },
+                }
                 Err(e) => tracing::warn!(error = %e, "could not serialize a compiled plugin"),
             }
         }
-        Ok((component, Source::Compiled))
+        Ok(component)
+    }
+
+    /// The component of `artifact`, which a compile child (`compile.rs`) made of the component whose SHA-256
+    /// is `digest`: stored and mapped from the cache, or deserialized without one.
+    pub(crate) fn load_artifact(
+        &self,
+        engine: &Engine,
+        digest: &str,
+        artifact: &[u8],
+    ) -> Result<Component, CacheError> {
+        if let Some(mapped) = self.store(engine, digest, artifact) {
+            return Ok(mapped);
+        }
+        // SAFETY: wasmtime requires that deserialized bytes come from `Engine::precompile_component` (or
+        // `Component::serialize`) of a compatible engine. These come from `precompile_component` in a child
+        // process running this very executable (the parent hands it its own path) with the engine settings
+        // of `engine::base_config`, through a pipe only that child writes; wasmtime re-checks the engine
+        // configuration recorded in the artifact and rejects a mismatch with an error rather than undefined
+        // behaviour. The compiler's output is trusted as it is in process (see `compile.rs`).
+        #[allow(
+            unsafe_code,
+            reason = "loading a precompiled plugin artifact, see the SAFETY comment"
+        )]
+        let component = unsafe { Component::deserialize(engine, artifact) };
+        component.map_err(CacheError::Load)
+    }
+
+    /// Stores a serialized component of `digest` and maps it back; `None` without a cache or when it could
+    /// not be stored.
+    fn store(&self, engine: &Engine, digest: &str, bytes: &[u8]) -> Option<Component> {
+        let (artifact, checksum) = self.entry(digest)?;
+        match write_atomically(&artifact, bytes)
+            .and_then(|()| write_atomically(&checksum, sha256_hex(bytes).as_bytes()))
+        {
+            Ok(()) => self.read(engine, &artifact, &checksum),
+            Err(e) => {
+                tracing::warn!(path = %artifact.display(), error = %e, "could not store a compiled plugin");
+                None
+            }
+        }
     }
 
     fn read(&self, engine: &Engine, artifact: &Path, checksum: &Path) -> Option<Component> {
@@ -123,10 +158,12 @@ impl CompileCache {
             tracing::warn!(path = %artifact.display(), "ignoring a compiled plugin whose checksum does not match");
             return None;
         }
-        // SAFETY: wasmtime requires that deserialized code come from `Component::serialize` of a compatible
-        // engine and, for a mapped file, that the file is not modified while mapped. These bytes were
-        // written by `load` above into a directory private to the operator, under a key that includes the
-        // engine's compatibility hash, and they still match the checksum recorded when they were written.
+        // SAFETY: wasmtime requires that deserialized code come from `Component::serialize` (or
+        // `Engine::precompile_component`) of a compatible engine and, for a mapped file, that the file is not
+        // modified while mapped. These bytes were written by `store` above (from `Component::serialize` in
+        // this process, or `precompile_component` in a compile child running this executable, see
+        // `load_artifact`) into a directory private to the operator, under a key that includes the engine's
+        // compatibility hash, and they still match the checksum recorded when they were written.
         // Entries are only ever written to a temporary file and renamed into place, so a mapped file is
         // never changed: a new entry is a new file. wasmtime also re-checks the engine configuration
         // embedded in the artifact and rejects a mismatch with an error rather than undefined behaviour.

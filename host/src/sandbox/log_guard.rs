@@ -1,5 +1,6 @@
 //! What a plugin writes into the operator's log (through the log interface, or on stdout and stderr) is
-//! escaped and rate-limited. Escaping keeps a plugin from forging log lines or steering a terminal: line
+//! escaped and rate-limited; [`escape`] is also what every other plugin string that reaches a log line, an
+//! Event or a condition goes through (its reconcile error, its version, its Event notes). Escaping keeps a plugin from forging log lines or steering a terminal: line
 //! breaks, control characters, ANSI escape sequences and Unicode direction overrides appear as `\n`,
 //! `\u{1b}` and so on, never raw. The rate limit is per plugin (a token bucket shared by all its calls): a
 //! flood is dropped and counted in `plugin_log_lines_dropped_total`, with one line saying that dropping
@@ -9,6 +10,9 @@ use std::{fmt::Write as _, sync::Mutex, time::Instant};
 
 /// Longest message or field value kept; the rest is cut with a note of how much was cut.
 pub(crate) const MAX_LOG_TEXT: usize = 4096;
+/// Longest text kept in an Event's note or a condition's message: escaped and cut (at most one escape
+/// sequence and the cut's note, 30 bytes, past it), it stays within the events API's 1 KiB.
+pub(crate) const MAX_EVENT_NOTE_TEXT: usize = 960;
 /// Fields kept per log line.
 pub(crate) const MAX_LOG_FIELDS: usize = 32;
 /// Longest field name kept.
@@ -223,5 +227,14 @@ mod tests {
                 dropped: 1000 - BURST as u64 + 1
             }
         );
+    }
+
+    #[test]
+    fn an_escaped_note_fits_the_events_api() {
+        for text in ["\u{1b}".repeat(1024), "é".repeat(512), "x".repeat(1024)] {
+            let escaped = escape(&text, MAX_EVENT_NOTE_TEXT);
+            assert!(escaped.len() <= 1024, "{} bytes", escaped.len());
+            assert!(escaped.chars().all(is_plain));
+        }
     }
 }

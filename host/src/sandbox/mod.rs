@@ -17,10 +17,15 @@
 //!   instance pool) and in time (epoch interruption yields every tick and a timeout drops the whole call,
 //!   host calls included);
 //! - the host-side work it causes is bounded (see `budget.rs`): the size of every string it passes, the
-//!   number of host calls, writes and events per call and the length of lists; past a limit the call is
-//!   stopped and reported as `PluginLimitExceeded`;
+//!   number of host calls, writes, written bytes and events per call and the length of lists; past a limit
+//!   the call is stopped and reported as `PluginLimitExceeded`; across calls, its written bytes and events
+//!   are metered per plugin (a burst, then a steady rate);
 //! - its log lines and output are escaped (no line breaks, control characters or terminal escapes reach the
 //!   log raw) and rate-limited per plugin (see `log_guard.rs`).
+//!
+//! - compiling its component is bounded: static limits on its size, modules and functions before anything is
+//!   compiled, then a child process with an address-space limit and a wall-clock timeout (see `compile.rs`);
+//!   and only files the policy lists are compiled at all.
 //!
 //! Not covered: a plugin that is granted a capability can use it fully within those rules (for example delete
 //! every Pod its object owns); the operator's own RBAC is the outer bound. Compiled artifacts in the on-disk
@@ -29,19 +34,25 @@
 pub(crate) mod bindings;
 mod budget;
 pub(crate) mod call;
+mod compile;
 pub(crate) mod compile_cache;
 mod engine;
 pub mod host_api;
 mod host_api_denied;
 mod limits;
-mod log_guard;
+pub(crate) mod log_guard;
 pub(crate) mod plugin;
 pub(crate) mod registry;
 mod stdio;
 mod wit;
 
-pub use budget::CallBudget;
+pub use budget::{CallBudget, RateBudget};
+pub(crate) use budget::{MAX_OBJECT_BYTES, TokenBucket};
 pub use call::{CallContext, CallFailure, CallLimits, Export};
+pub use compile::{
+    ChildCompiler, ChildError, CompileLimits, MAX_COMPONENT_BYTES, MAX_CORE_MODULES, MAX_FUNCTION_BYTES,
+    MAX_FUNCTIONS, compile_child,
+};
 pub use plugin::{LoadError, LoadedPlugin};
 pub(crate) use registry::PluginSlot;
 pub use registry::{Sandbox, SandboxConfig, SandboxError};

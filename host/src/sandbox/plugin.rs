@@ -4,19 +4,28 @@
 use std::{path::Path, sync::Arc};
 
 use kuberay_plugin_sdk::{Capability, Kind, PluginMetadata, Verb};
-use wasmtime::{Engine, component::Linker};
+use tokio::io::AsyncReadExt;
+use wasmtime::{
+    Engine,
+    component::{Component, Linker},
+};
 
 use super::{
     bindings::{ReconcilePlugin, ReconcilePluginPre, wit_reconciler, wit_types},
+    budget::TokenBucket,
     call::{self, CallContext, CallLimits, CallState},
+    compile::{self, ChildCompiler, CompileError, MAX_COMPONENT_BYTES},
     compile_cache::{CompileCache, Source, sha256_hex},
     host_api::HostApi,
-    log_guard::LogRate,
+    log_guard::{self, LogRate},
 };
 use crate::{
     metrics::Metrics,
-    policy::{Grant, LoadRefusal, Policy, grant_for},
+    policy::{Grant, LoadRefusal, Policy, entry_for, grant_for},
 };
+
+/// Longest plugin version kept (the rest is cut, with a note).
+const MAX_VERSION_TEXT: usize = 128;
 
 /// Major and minor version of the WIT package this host implements (`wit/plugin.wit`).
 pub const WIT_VERSION: (u64, u64) = (0, 1);
@@ -36,6 +45,19 @@ pub enum LoadError {
     InvalidMetadata(String),
     #[error("refused by the policy: {0}")]
     Refused(LoadRefusal),
+    /// A bound on compiling it (`sandbox::compile`) was breached.
+    #[error("refused: {0}")]
+    Limit(LoadRefusal),
+}
+
+impl LoadError {
+    /// The refusal, if the file was refused (by the policy or a compile bound) rather than broken.
+    pub fn refusal(&self) -> Option<&LoadRefusal> {
+        match self {
+            Self::Refused(refusal) | Self::Limit(refusal) => Some(refusal),
+            _ => None,
+        }
+    }
 }
 
 /// A plugin ready to be called.
@@ -48,6 +70,8 @@ pub struct LoadedPlugin {
     pre: ReconcilePluginPre<CallState>,
     /// The rate limit of its log lines, shared by all its calls.
     log_rate: Arc<LogRate>,
+    /// Its written bytes across calls; the sandbox shares one per policy entry across reloads.
+    pub(crate) write_rate: Arc<TokenBucket>,
 }
 
 impl LoadedPlugin {
@@ -65,6 +89,7 @@ impl LoadedPlugin {
             host,
             metrics,
             log_rate: self.log_rate.clone(),
+            write_rate: self.write_rate.clone(),
         }
     }
 }
@@ -78,61 +103,117 @@ pub(crate) fn linker(engine: &Engine) -> wasmtime::Result<Linker<CallState>> {
     Ok(linker)
 }
 
-/// Compiles (or loads from the cache) and validates the component at `path`.
-pub(crate) async fn load(
-    engine: &Engine,
-    linker: &Linker<CallState>,
-    cache: &Arc<CompileCache>,
-    policy: &Policy,
-    path: &Path,
-    limits: CallLimits,
-    metrics: &Metrics,
-) -> Result<LoadedPlugin, LoadError> {
-    let wasm = tokio::fs::read(path).await.map_err(|source| LoadError::Read {
+/// What loading a plugin needs from the sandbox.
+pub(crate) struct Loader<'a> {
+    pub(crate) engine: &'a Engine,
+    pub(crate) linker: &'a Linker<CallState>,
+    pub(crate) cache: &'a Arc<CompileCache>,
+    /// Where components are compiled; in process (static limits only) when `None`.
+    pub(crate) compiler: Option<&'a ChildCompiler>,
+    pub(crate) policy: &'a Policy,
+    pub(crate) limits: CallLimits,
+    pub(crate) metrics: &'a Metrics,
+}
+
+impl Loader<'_> {
+    /// Compiles (or loads from the cache) and validates the component at `path`. Only a file the policy
+    /// lists (with the digest it pins, if it pins one) is compiled at all.
+    pub(crate) async fn load(&self, path: &Path) -> Result<LoadedPlugin, LoadError> {
+        let file = path.file_name().map(|f| f.to_string_lossy()).unwrap_or_default();
+        let wasm = read_component(path, self.policy, &file).await?;
+        let digest = sha256_hex(&wasm);
+        let entry = entry_for(self.policy, &file, &digest).map_err(LoadError::Refused)?;
+        let compiled = compile::component(self.engine, self.cache, self.compiler, wasm, &digest).await;
+        let (component, source) = compiled.map_err(|e| compile_failure(&entry.name, e))?;
+        let pre = self.pre(&component)?;
+        let log_rate = Arc::new(LogRate::default());
+        let metadata = self.metadata(&pre, path, &log_rate).await?;
+        let grant = grant_for(self.policy, &file, &digest, &metadata, self.limits.budget)
+            .map_err(LoadError::Refused)?;
+        let rates = grant.budget.rates;
+        Ok(LoadedPlugin {
+            metadata,
+            digest,
+            source,
+            grant: Arc::new(grant),
+            pre,
+            log_rate,
+            write_rate: Arc::new(TokenBucket::new(
+                rates.write_bytes_burst,
+                rates.write_bytes_per_second,
+            )),
+        })
+    }
+
+    fn pre(&self, component: &Component) -> Result<ReconcilePluginPre<CallState>, LoadError> {
+        let instance_pre = self
+            .linker
+            .instantiate_pre(component)
+            .map_err(|e| LoadError::World(format!("{e:#}")))?;
+        ReconcilePluginPre::new(instance_pre).map_err(|e| LoadError::World(format!("{e:#}")))
+    }
+
+    /// Asks the plugin for its metadata, with no host access at all: a plugin's description may not depend
+    /// on the cluster. Its identity is not known yet: metrics say `unknown` (a file name is not a bounded
+    /// label).
+    async fn metadata(
+        &self,
+        pre: &ReconcilePluginPre<CallState>,
+        path: &Path,
+        log_rate: &Arc<LogRate>,
+    ) -> Result<PluginMetadata, LoadError> {
+        let grant = Arc::new(Grant::default());
+        let probe = CallContext {
+            plugin: "unknown".into(),
+            primary_kind: Kind::new("", "", ""),
+            write_rate: Arc::new(TokenBucket::new(0, 0)),
+            grant,
+            object: format!("(metadata of {})", path.display()),
+            host: Arc::new(super::host_api_denied::DeniedHost),
+            metrics: self.metrics.clone(),
+            log_rate: log_rate.clone(),
+        };
+        let state = CallState::new(probe, &self.limits);
+        let raw = call::metadata(self.engine, pre, state, self.limits)
+            .await
+            .map_err(|e| LoadError::Metadata(e.to_string()))?;
+        convert_metadata(raw)
+    }
+}
+
+/// Reads a component file, refusing one larger than [`MAX_COMPONENT_BYTES`] without reading it all.
+async fn read_component(path: &Path, policy: &Policy, file: &str) -> Result<Vec<u8>, LoadError> {
+    let read_error = |source| LoadError::Read {
         path: path.display().to_string(),
         source,
-    })?;
-    let digest = sha256_hex(&wasm);
-    // Compiling takes a while and is CPU-bound: keep it off the runtime's threads.
-    let (component, source) = {
-        let (engine, cache, digest) = (engine.clone(), cache.clone(), digest.clone());
-        tokio::task::spawn_blocking(move || cache.load(&engine, &wasm, &digest))
-            .await
-            .map_err(|e| LoadError::Component(format!("the compile task failed: {e}")))?
-            .map_err(|e| LoadError::Component(e.to_string()))?
     };
-    let instance_pre = linker
-        .instantiate_pre(&component)
-        .map_err(|e| LoadError::World(format!("{e:#}")))?;
-    let pre = ReconcilePluginPre::new(instance_pre).map_err(|e| LoadError::World(format!("{e:#}")))?;
-
-    let log_rate = Arc::new(LogRate::default());
-    // Metadata is asked with no host access at all: a plugin's description may not depend on the cluster.
-    // Its identity is not known yet: metrics say `unknown` (a file name is not a bounded label).
-    let probe = CallContext {
-        plugin: "unknown".into(),
-        primary_kind: Kind::new("", "", ""),
-        grant: Arc::new(Grant::default()),
-        object: format!("(metadata of {})", path.display()),
-        host: Arc::new(super::host_api_denied::DeniedHost),
-        metrics: metrics.clone(),
-        log_rate: log_rate.clone(),
-    };
-    let state = CallState::new(probe, &limits);
-    let raw = call::metadata(engine, &pre, state, limits)
+    let opened = tokio::fs::File::open(path).await.map_err(read_error)?;
+    let mut wasm = Vec::new();
+    opened
+        .take(MAX_COMPONENT_BYTES + 1)
+        .read_to_end(&mut wasm)
         .await
-        .map_err(|e| LoadError::Metadata(e.to_string()))?;
-    let metadata = convert_metadata(raw)?;
-    let file = path.file_name().map(|f| f.to_string_lossy()).unwrap_or_default();
-    let grant = Arc::new(grant_for(policy, &file, &digest, &metadata).map_err(LoadError::Refused)?);
-    Ok(LoadedPlugin {
-        metadata,
-        digest,
-        source,
-        grant,
-        pre,
-        log_rate,
-    })
+        .map_err(read_error)?;
+    if wasm.len() as u64 > MAX_COMPONENT_BYTES {
+        let entry = policy.entry_for_file(file).map_or("unknown", |e| e.name.as_str());
+        return Err(compile_failure(
+            entry,
+            CompileError::TooLarge(format!("more than {MAX_COMPONENT_BYTES} bytes")),
+        ));
+    }
+    Ok(wasm)
+}
+
+/// A compile that failed: a refusal when it breached a bound, else a component that is not usable.
+fn compile_failure(entry: &str, error: CompileError) -> LoadError {
+    match error.bound() {
+        Some(reason) => LoadError::Limit(LoadRefusal {
+            entry: entry.to_string(),
+            reason,
+            message: error.to_string(),
+        }),
+        None => LoadError::Component(error.to_string()),
+    }
 }
 
 fn kind(k: wit_types::Kind) -> Kind {
@@ -163,7 +244,10 @@ fn convert_metadata(m: wit_reconciler::PluginMetadata) -> Result<PluginMetadata,
         _ => {
             return bad(format!(
                 "plugin {} was built against kuberay:plugin@{}; this host implements {}.{}",
-                m.name, m.wit_version, WIT_VERSION.0, WIT_VERSION.1
+                m.name,
+                log_guard::escape(&m.wit_version, 64),
+                WIT_VERSION.0,
+                WIT_VERSION.1
             ));
         }
     }
@@ -183,7 +267,8 @@ fn convert_metadata(m: wit_reconciler::PluginMetadata) -> Result<PluginMetadata,
     };
     let metadata = PluginMetadata {
         name: m.name,
-        version: m.version,
+        // Logged at load and printed by `inspect`: escaped like the plugin's log lines.
+        version: log_guard::escape(&m.version, MAX_VERSION_TEXT),
         reconciles,
         owns: m.owns.into_iter().map(kind).collect(),
         capabilities: m
@@ -226,6 +311,30 @@ mod tests {
             finalizer: None,
             uses_ray_head: false,
         }
+    }
+
+    #[test]
+    fn a_version_or_wit_version_cannot_forge_a_log_line() {
+        let forged = "1.0\n2026-01-01T00:00:00Z  INFO kuberay_wasm: forged\u{1b}[2K\r";
+        let mut raw = metadata("raycluster", "0.1.0", "RayCluster");
+        raw.version = forged.into();
+        let converted = convert_metadata(raw).expect("valid metadata");
+        assert!(
+            !converted.version.chars().any(char::is_control),
+            "{:?}",
+            converted.version
+        );
+        assert!(
+            converted.version.starts_with("1.0\\n2026"),
+            "{}",
+            converted.version
+        );
+        let Err(LoadError::InvalidMetadata(message)) =
+            convert_metadata(metadata("raycluster", forged, "RayCluster"))
+        else {
+            panic!("a forged wit version was accepted");
+        };
+        assert!(!message.chars().any(char::is_control), "{message:?}");
     }
 
     #[test]

@@ -14,10 +14,13 @@ use kuberay_plugin_sdk::Kind;
 use wasmtime::{Engine, component::Linker};
 
 use super::{
+    budget::TokenBucket,
     call::{self, CallContext, CallFailure, CallLimits, CallState, Export},
+    compile::ChildCompiler,
     compile_cache::CompileCache,
     engine::{EngineConfig, EpochTicker, engine},
     host_api::HostApi,
+    log_guard,
     plugin::{self, LoadError, LoadedPlugin},
 };
 use crate::{
@@ -33,6 +36,9 @@ pub struct SandboxConfig {
     pub policy: Arc<Policy>,
     /// Calls that may run at once; the instance pool is sized from it.
     pub max_concurrent_calls: u32,
+    /// Where plugin components are compiled: in a child process with OS-enforced bounds, or (`None`) in
+    /// this process, bounded by the static limits only (see `compile.rs`).
+    pub compiler: Option<ChildCompiler>,
 }
 
 /// What serves a kind.
@@ -60,6 +66,8 @@ pub struct Sandbox {
     metrics: Metrics,
     by_kind: RwLock<HashMap<Kind, PluginSlot>>,
     files: Mutex<HashMap<PathBuf, FileState>>,
+    /// Each policy entry's written bytes across calls, kept across reloads of its file.
+    write_rates: Mutex<HashMap<String, Arc<TokenBucket>>>,
     ticker: EpochTicker,
 }
 
@@ -99,6 +107,7 @@ impl Sandbox {
             metrics,
             by_kind: RwLock::default(),
             files: Mutex::default(),
+            write_rates: Mutex::default(),
             ticker,
         }))
     }
@@ -106,16 +115,26 @@ impl Sandbox {
     /// Loads one plugin file without registering it.
     pub async fn load_file(&self, path: &Path) -> Result<LoadedPlugin, LoadError> {
         let _running = self.ticker.running();
-        plugin::load(
-            &self.engine,
-            &self.linker,
-            &self.cache,
-            &self.config.policy,
-            path,
-            self.config.limits,
-            &self.metrics,
-        )
-        .await
+        let loader = plugin::Loader {
+            engine: &self.engine,
+            linker: &self.linker,
+            cache: &self.cache,
+            compiler: self.config.compiler.as_ref(),
+            policy: &self.config.policy,
+            limits: self.config.limits,
+            metrics: &self.metrics,
+        };
+        let mut plugin = loader.load(path).await?;
+        // A reload does not refill the entry's bucket (its budget is the policy's, fixed while running).
+        let mut rates = self
+            .write_rates
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        plugin.write_rate = rates
+            .entry(plugin.grant.entry.clone())
+            .or_insert_with(|| plugin.write_rate.clone())
+            .clone();
+        Ok(plugin)
     }
 
     /// Loads new and changed `*.wasm` files of `dir` and retires removed ones.
@@ -197,10 +216,11 @@ impl Sandbox {
                     );
                 }
                 Err(e) => {
-                    if let LoadError::Refused(refusal) = &e {
+                    if let Some(refusal) = e.refusal() {
                         self.metrics.plugin_refused(&refusal.entry, refusal.reason);
                     }
-                    let reason = e.to_string();
+                    // Parts of it (a compiler's message, names) may come from the file.
+                    let reason = log_guard::escape(&e.to_string(), log_guard::MAX_LOG_TEXT);
                     match &previous_kind {
                         Some(kind) => tracing::error!(
                             path = %path.display(), %kind,

@@ -8,10 +8,15 @@
     reason = "a test fails loudly on any unexpected error"
 )]
 
+mod admission;
+mod budgets;
 mod cli;
+mod compile_bounds;
 mod compile_cache;
 mod containment;
 mod endpoints;
+mod escaping;
+mod finalizer;
 mod grandchild;
 mod identity;
 mod isolated;

@@ -143,6 +143,10 @@ pub struct OperatorOptions {
     pub leader_election: Option<LeaderElection>,
     /// The replica's name in events (`test-<namespace>` by default).
     pub instance: Option<String>,
+    /// `--plugin-compile-timeout` and `--plugin-compile-memory-mib` of the compile child (the operator
+    /// binary built with these tests).
+    pub compile_timeout: Duration,
+    pub compile_memory_mib: u64,
 }
 
 /// The chaos plugin's entry in the tests' default policy: what it needs for its behaviours, no Secrets.
@@ -191,6 +195,10 @@ impl Default for OperatorOptions {
             concurrency: None,
             leader_election: None,
             instance: None,
+            // Debug builds compile slowly, and tests compile plugins concurrently on a loaded machine: the
+            // bound here is for the tests that set one.
+            compile_timeout: Duration::from_secs(600),
+            compile_memory_mib: kuberay_wasm::DEFAULT_COMPILE_MEMORY_MIB,
         }
     }
 }
@@ -285,6 +293,11 @@ pub async fn start_operator_watching(
         .with_cache_dir(&cache_dir)
         .with_addrs(metrics_addr, health_addr)
         .with_kubernetes_proxy(options.use_kubernetes_proxy)
+        .with_compiler(
+            env!("CARGO_BIN_EXE_kuberay-wasm"),
+            options.compile_timeout,
+            options.compile_memory_mib << 20,
+        )
         .with_policy(options.policy.unwrap_or_else(test_policy));
     config.instance = Some(options.instance.unwrap_or_else(|| format!("test-{first}")));
     if let Some(election) = options.leader_election {

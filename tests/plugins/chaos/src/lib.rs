@@ -196,7 +196,7 @@ impl Plugin for Chaos {
                 host.apply_status(&json!({"observed": "requeue-max"}))?;
                 Ok(Outcome::requeue_after(std::time::Duration::MAX))
             }
-            other if flood::handles(other) => flood::run(host, other, name),
+            other if flood::handles(other) => flood::run(host, other, object),
             other => Err(ReconcileError::InvalidObject(format!(
                 "unknown behaviour {other:?}"
             ))),
