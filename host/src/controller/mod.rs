@@ -41,6 +41,8 @@ pub(crate) struct Shared {
     pub permits: Permits,
     pub failures: Failures,
     pub metrics: Metrics,
+    /// Kinds whose status has no `conditions` (a RayJob's): their failures are reported by Events and logs.
+    pub(crate) conditionless: report::Conditionless,
 }
 
 /// The context of one kind's controller.

@@ -121,7 +121,39 @@ pub(crate) async fn recovered(shared: &Shared, kind: &Kind, plugin: &str, object
     write_status(shared, kind, namespace, name, json!({})).await;
 }
 
+/// Kinds whose status schema has no `conditions` (KubeRay's RayJob), learned from the API server's answer to
+/// the first condition written: the condition is not written again for them, and the Warning Event and the
+/// log line say why a reconcile failed.
+#[derive(Default)]
+pub(crate) struct Conditionless(std::sync::Mutex<std::collections::HashSet<Kind>>);
+
+impl Conditionless {
+    fn contains(&self, kind: &Kind) -> bool {
+        self.lock().contains(kind)
+    }
+
+    /// Remembers `kind` if `error` says its status has no `conditions`; whether it did.
+    fn learn(&self, kind: &Kind, error: &kube::Error) -> bool {
+        let kube::Error::Api(status) = error else {
+            return false;
+        };
+        let conditionless = status.message.contains(".status.conditions")
+            && status.message.contains("field not declared in schema");
+        if conditionless && self.lock().insert(kind.clone()) {
+            tracing::info!(%kind, "the kind's status has no conditions: failed reconciles are reported by Warning events and logs only");
+        }
+        conditionless
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<Kind>> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
 async fn write_status(shared: &Shared, kind: &Kind, namespace: &str, name: &str, status: Value) {
+    if shared.conditionless.contains(kind) {
+        return;
+    }
     if let Err(e) = shared.bridge.fenced() {
         tracing::warn!(%namespace, %name, error = %e, "not writing the Reconciled condition");
         return;
@@ -144,6 +176,7 @@ async fn write_status(shared: &Shared, kind: &Kind, namespace: &str, name: &str,
             &Patch::Apply(&patch),
         )
         .await
+        && !shared.conditionless.learn(kind, &e)
     {
         tracing::warn!(%namespace, %name, error = %e, "could not write the Reconciled condition");
     }

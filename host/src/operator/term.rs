@@ -63,6 +63,7 @@ pub(super) async fn run(
         ray: context.ray.clone(),
         permits: Permits::new(usize::from(context.queue.concurrency)),
         failures: Failures::default(),
+        conditionless: Default::default(),
         metrics: context.metrics.clone(),
     });
     let (stop_tx, stop_rx) = watch::channel(false);

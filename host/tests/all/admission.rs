@@ -76,3 +76,42 @@ async fn an_admission_denial_shows_the_api_servers_message_not_a_credentials_err
     assert_eq!(operator.metric("kuberay_wasm_refused_calls_total", &[]), 0.0);
     operator.stop().await;
 }
+
+/// KubeRay's RayJob has no `status.conditions`: a failed reconcile of one is reported by the Warning event
+/// and the log, and the host stops trying to write its `Reconciled` condition after the API server's first
+/// refusal, instead of warning on every retry.
+#[tokio::test]
+async fn a_kind_without_conditions_is_reported_by_events_and_not_written_again() {
+    let env = env().await;
+    let client = env.client().await.unwrap();
+    let ns = namespace(env, "conditionless").await;
+    let operator = start_operator(
+        env,
+        &ns,
+        OperatorOptions {
+            plugins: vec![kuberay_plugin_artifacts::RAYJOB],
+            ..OperatorOptions::default()
+        },
+    )
+    .await;
+    // It selects a cluster that does not exist: its reconciles fail until one does.
+    apply_manifest(&client, &ns, &sample("ray-job.use-existing-raycluster.yaml")).await;
+    let events: Api<Event> = Api::namespaced(client.clone(), ns.name());
+    let failures = || async {
+        let list = events.list(&ListParams::default()).await.ok()?;
+        let failed = list
+            .items
+            .iter()
+            .find(|e| e.reason.as_deref() == Some("ReconcileFailed"))?;
+        Some(failed.series.as_ref().map_or(1, |s| s.count))
+    };
+    eventually("the ReconcileFailed event", Duration::from_secs(60), failures).await;
+    eventually("a retried failure", Duration::from_secs(60), || async {
+        (failures().await? > 1).then_some(())
+    })
+    .await;
+    let object = format!("namespace={}", ns.name());
+    let failed_writes = crate::support::log_lines(&["could not write the Reconciled condition", &object]);
+    assert!(failed_writes.is_empty(), "{failed_writes:?}");
+    operator.stop().await;
+}
