@@ -9,7 +9,7 @@
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event as KubeEvent, EventType as KubeEventType};
-use kuberay_plugin_sdk::{Event, EventType, HostError};
+use kuberay_plugin_sdk::{Event, EventType, HostError, Kind};
 
 use super::PluginHost;
 use crate::sandbox::{
@@ -46,6 +46,28 @@ impl PluginHost {
             namespace: Some(self.primary().namespace.clone()),
             uid: Some(self.primary().uid.clone()),
             ..ObjectReference::default()
+        }
+    }
+
+    /// Reports a refused write about the reconciled object: a Warning event `WriteRefused` with the rule that
+    /// refused it, within the plugin's event budget (a plugin that provokes refusals in a loop floods nothing).
+    pub(super) fn report_refusal(&self, verb: &str, kind: &Kind, reason: &str) {
+        let note = format!("{verb} {kind} refused: {reason}");
+        let event = KubeEvent {
+            type_: KubeEventType::Warning,
+            reason: "WriteRefused".into(),
+            note: Some(log_guard::escape(&note, MAX_EVENT_NOTE_TEXT)),
+            action: "Admit".into(),
+            secondary: None,
+        };
+        let queued = self.kube().events.publish_later(
+            self.plugin(),
+            &self.admission.grant().budget.rates,
+            event,
+            self.object_reference(),
+        );
+        if let Err(e) = queued {
+            tracing::debug!(plugin = %self.plugin(), error = %e, "refusal not reported as an event");
         }
     }
 

@@ -104,4 +104,8 @@ impl HostApi for PluginHost {
     fn log(&self, level: LogLevel, message: &str, fields: &[(String, String)]) {
         self.write_log(level, message, fields);
     }
+
+    fn refused(&self, verb: &str, kind: &Kind, reason: &str) {
+        self.report_refusal(verb, kind, reason);
+    }
 }

@@ -62,6 +62,8 @@ pub(crate) struct CallState {
     ctx: CallContext,
     stdout: LogStream,
     stderr: LogStream,
+    /// Whether a refused write of this call was reported about the object (`HostApi::refused`).
+    refusal_reported: std::cell::Cell<bool>,
 }
 
 impl CallState {
@@ -85,6 +87,7 @@ impl CallState {
             ctx,
             stdout,
             stderr,
+            refusal_reported: std::cell::Cell::new(false),
         }
     }
 
@@ -160,6 +163,9 @@ impl CallState {
                     reason = ?message, "refused"
                 );
                 self.ctx.metrics.refused(&self.ctx.plugin, verb, &kind_label);
+                if WRITES.contains(&verb) && !self.refusal_reported.replace(true) {
+                    self.ctx.host.refused(verb, kind, &message);
+                }
                 Err(wit_types::HostError::Forbidden(message))
             }
             Err(e) => {
@@ -169,6 +175,16 @@ impl CallState {
         }
     }
 }
+
+/// The host calls that write: the first refusal of one in a call is reported about the object too.
+const WRITES: [&str; 6] = [
+    "create",
+    "apply",
+    "apply-status",
+    "delete",
+    "add-finalizer",
+    "remove-finalizer",
+];
 
 impl WasiView for CallState {
     fn ctx(&mut self) -> WasiCtxView<'_> {

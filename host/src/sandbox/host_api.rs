@@ -34,4 +34,10 @@ pub trait HostApi: Send + Sync {
     fn ray(&self, request: RayRequest) -> BoxFuture<'_, HostResult<RayResponse>>;
     /// A log line from the plugin; the implementation adds the object's identity.
     fn log(&self, level: LogLevel, message: &str, fields: &[(String, String)]);
+    /// The first write of a call that was refused (`verb` on `kind`, and why), once it was logged and counted:
+    /// the plugin host also reports it about the reconciled object (an Event), so that a plugin that ignores
+    /// the refusal does not make it silent. Nothing by default.
+    fn refused(&self, verb: &str, kind: &Kind, reason: &str) {
+        let _ = (verb, kind, reason);
+    }
 }

@@ -289,6 +289,54 @@ async fn what_the_plugin_invents_is_refused_and_what_its_user_asked_for_is_writt
     operator.stop().await;
 }
 
+/// A plugin that ignores a refusal does not make it silent: the host reports the refused write about the
+/// object (a Warning event with the rule), besides its log line and metric.
+#[tokio::test]
+async fn a_refusal_the_plugin_ignores_is_reported_on_the_object() {
+    use k8s_openapi::api::events::v1::Event;
+    let env = env().await;
+    let client = env.client().await.unwrap();
+    install_chaos_crd_for_tests(&client).await;
+    let ns = namespace(env, "provenance-quiet").await;
+    let operator = start_operator(
+        env,
+        &ns,
+        OperatorOptions {
+            plugins: vec![kuberay_plugin_artifacts::CHAOS],
+            policy: Some(policy_with(THIRD_PARTY)),
+            ..OperatorOptions::default()
+        },
+    )
+    .await;
+    let chaos = chaos_api(&client, ns.name());
+    let privileged = pod(
+        "quiet",
+        json!({"containers": [{"name": "c", "image": "busybox",
+        "securityContext": {"privileged": true}}]}),
+    );
+    create_chaos(
+        &chaos,
+        "quiet",
+        json!({"behaviour": "create-quietly", "forged": privileged.to_string()}),
+    )
+    .await;
+    observed(&chaos, "quiet").await;
+    let events: Api<Event> = Api::namespaced(client.clone(), ns.name());
+    let note = eventually("the WriteRefused event", Duration::from_secs(30), || async {
+        let list = events.list(&Default::default()).await.ok()?;
+        list.items
+            .into_iter()
+            .find(|e| e.reason.as_deref() == Some("WriteRefused"))
+            .and_then(|e| e.note)
+    })
+    .await;
+    assert!(
+        note.contains("create v1/Pod refused") && note.contains("is privileged"),
+        "{note}"
+    );
+    operator.stop().await;
+}
+
 #[tokio::test]
 async fn the_users_pod_security_settings_are_bounded_by_the_namespaces_level() {
     let env = env().await;

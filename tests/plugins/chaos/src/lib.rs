@@ -16,6 +16,7 @@
 //!   for), or the object whose JSON text is `spec.forged` (what the plugin invents: the text is a string in the
 //!   user's spec, not a request for any of its settings): a privileged Pod, a hostPath volume, a Secret volume,
 //!   a RayCluster naming someone's token Secret, a NodePort Service selecting another cluster's head, ...;
+//! - `create-quietly`: creates the same way and ignores a refusal, then reports `status.observed: done`;
 //! - `ray`: applies the RayCluster `<name>-ray` from `spec.cluster` (a RayCluster spec) unless `spec.target`
 //!   names another cluster, then sends `GET spec.path` (default `/api/gcs_healthz`) to its head (`spec.role`:
 //!   `dashboard` (default), `serve` or `dashboard-agent`; `spec.via`: `cluster` (default) or `head-pod`) and
@@ -189,6 +190,12 @@ impl Plugin for Chaos {
             }
             "apply" => {
                 host.apply(&target_object(object)?)?;
+                host.apply_status(&json!({"observed": "done"}))?;
+                Ok(Outcome::done())
+            }
+            "create-quietly" => {
+                // A refusal ignored: the host reports it anyway.
+                let _ = host.create(&target_object(object)?);
                 host.apply_status(&json!({"observed": "done"}))?;
                 Ok(Outcome::done())
             }
