@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use kuberay_plugin_sdk::Kind;
 use serde_json::Value;
 
-use super::{pod_security, provenance::string_map};
+use super::{each, pod_security, provenance::string_map, str_at, strings_at};
 use crate::policy::file::{ContentRules, RoleRule};
 
 /// The label that ties a Pod to its RayCluster (the head Service and the operator find Pods by it).
@@ -45,18 +45,6 @@ impl Needs {
 }
 
 type Checked = Result<(), String>;
-
-fn str_at<'a>(value: &'a Value, pointer: &str) -> Option<&'a str> {
-    value.pointer(pointer).and_then(Value::as_str)
-}
-
-fn each<'a>(value: &'a Value, pointer: &str) -> impl Iterator<Item = &'a Value> {
-    value
-        .pointer(pointer)
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-}
 
 fn kind(group: &str, kind: &str) -> Kind {
     Kind::new(group, "v1", kind)
@@ -168,15 +156,6 @@ fn role_binding(object: &Value, namespace: &str, needs: &mut Needs) -> Checked {
     Ok(())
 }
 
-fn strings<'a>(value: &'a Value, key: &str) -> impl Iterator<Item = &'a str> {
-    value
-        .get(key)
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-}
-
 /// Each rule of a written Role must be covered by one rule the policy allows.
 fn role(object: &Value, allowed: &[RoleRule]) -> Checked {
     for rule in each(object, "/rules") {
@@ -184,18 +163,18 @@ fn role(object: &Value, allowed: &[RoleRule]) -> Checked {
             return Err("a Role may not grant nonResourceURLs".into());
         }
         let covered = |a: &RoleRule| {
-            let all = |key: &str, set: &std::collections::BTreeSet<String>| {
-                strings(rule, key).all(|v| set.contains(v))
+            let all = |pointer: &str, set: &std::collections::BTreeSet<String>| {
+                strings_at(rule, pointer).all(|v| set.contains(v))
             };
-            all("apiGroups", &a.api_groups) && all("resources", &a.resources) && all("verbs", &a.verbs)
+            all("/apiGroups", &a.api_groups) && all("/resources", &a.resources) && all("/verbs", &a.verbs)
         };
         if !allowed.iter().any(covered) {
-            let list = |key: &str| strings(rule, key).collect::<Vec<_>>().join(",");
+            let list = |pointer: &str| strings_at(rule, pointer).collect::<Vec<_>>().join(",");
             return Err(format!(
                 "the Role grants {} on {} in API groups [{}], which the policy's roleRules do not cover",
-                list("verbs"),
-                list("resources"),
-                list("apiGroups")
+                list("/verbs"),
+                list("/resources"),
+                list("/apiGroups")
             ));
         }
     }
@@ -234,7 +213,7 @@ fn ingress(object: &Value, needs: &mut Needs) -> Checked {
     for tls in each(object, "/spec/tls") {
         needs
             .said
-            .extend(strings(tls, "hosts").map(|h| ("TLS host", h.to_string())));
+            .extend(strings_at(tls, "/hosts").map(|h| ("TLS host", h.to_string())));
     }
     Ok(())
 }

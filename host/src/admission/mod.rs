@@ -78,8 +78,29 @@ fn forbidden(message: String) -> HostError {
     HostError::Forbidden(message)
 }
 
+/// The string at a JSON pointer.
 fn str_at<'a>(object: &'a Value, pointer: &str) -> Option<&'a str> {
     object.pointer(pointer).and_then(Value::as_str)
+}
+
+/// The items of the list at a JSON pointer (none if it is not a list).
+fn each<'a>(value: &'a Value, pointer: &str) -> impl Iterator<Item = &'a Value> {
+    value
+        .pointer(pointer)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+}
+
+/// The strings of the list at a JSON pointer.
+fn strings_at<'a>(value: &'a Value, pointer: &str) -> impl Iterator<Item = &'a str> {
+    each(value, pointer).filter_map(Value::as_str)
+}
+
+/// An object's controller owner reference, if it has one.
+fn controller(object: &Value) -> Option<&Value> {
+    each(object, "/metadata/ownerReferences")
+        .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
 }
 
 impl Admission {

@@ -7,16 +7,8 @@ pub(crate) use kuberay_plugin_sdk::ownership::controlled_by;
 use kuberay_plugin_sdk::{HostError, Kind, ownership::Writer};
 use serde_json::{Value, json};
 
-use super::{Admission, forbidden, str_at};
+use super::{Admission, controller, forbidden, str_at};
 use crate::kubernetes::names;
-
-fn controller(object: &Value) -> Option<&Value> {
-    object
-        .pointer("/metadata/ownerReferences")
-        .and_then(Value::as_array)?
-        .iter()
-        .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
-}
 
 /// The controller a write names instead of the reconciled object: an object of a kind the plugin owns that
 /// the reconciled object controls (verified by uid), so that the written object is controlled by the

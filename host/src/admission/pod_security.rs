@@ -9,6 +9,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
+use super::{each, str_at, strings_at};
 use crate::policy::Profile;
 
 /// Capabilities the baseline profile lets a container add.
@@ -107,25 +108,8 @@ pub(crate) fn allows(profile: Profile, finding: &Finding, extra: &BTreeSet<Strin
     }
 }
 
-fn items<'a>(value: &'a Value, key: &str) -> impl Iterator<Item = &'a Value> {
-    value.get(key).and_then(Value::as_array).into_iter().flatten()
-}
-
 fn is_true(value: &Value, pointer: &str) -> bool {
     value.pointer(pointer).and_then(Value::as_bool) == Some(true)
-}
-
-fn str_at<'a>(value: &'a Value, pointer: &str) -> Option<&'a str> {
-    value.pointer(pointer).and_then(Value::as_str)
-}
-
-fn strings_at<'a>(value: &'a Value, pointer: &str) -> impl Iterator<Item = &'a str> {
-    value
-        .pointer(pointer)
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
 }
 
 /// Whether `value` is a pod spec: an object with a list of containers.
@@ -137,7 +121,7 @@ pub(crate) fn is_pod_spec(value: &Value) -> bool {
 pub(crate) fn containers(spec: &Value) -> impl Iterator<Item = (&str, &Value)> {
     ["containers", "initContainers", "ephemeralContainers"]
         .into_iter()
-        .flat_map(move |key| items(spec, key))
+        .flat_map(move |key| spec.get(key).and_then(Value::as_array).into_iter().flatten())
         .map(|c| (str_at(c, "/name").unwrap_or("?"), c))
 }
 
@@ -182,7 +166,7 @@ pub(crate) fn pod_findings(spec: &Value, out: &mut Vec<Finding>) {
 }
 
 fn volumes(spec: &Value, out: &mut Vec<Finding>) {
-    for volume in items(spec, "volumes") {
+    for volume in each(spec, "/volumes") {
         let name = str_at(volume, "/name").unwrap_or("?");
         if let Some(path) = volume.get("hostPath") {
             let path = str_at(path, "/path").unwrap_or_default();
@@ -237,7 +221,7 @@ pub(crate) fn container_findings(container: &Value, pod: Option<&Value>, who: &s
             ..Finding::new(level, signature, format!("{who} adds capability {cap}"))
         });
     }
-    for port in items(container, "ports") {
+    for port in each(container, "/ports") {
         let host_port = port.get("hostPort").and_then(Value::as_i64).unwrap_or(0);
         if host_port != 0 {
             out.push(Finding::new(

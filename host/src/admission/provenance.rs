@@ -22,8 +22,9 @@ use kuberay_plugin_sdk::{HostError, Kind};
 use serde_json::{Map, Value};
 
 use super::{
-    Primary,
+    Primary, controller,
     scan::{Target, scan},
+    str_at,
 };
 use crate::kubernetes::KubeBridge;
 
@@ -144,18 +145,6 @@ pub(crate) fn string_map(map: &Map<String, Value>) -> Option<BTreeMap<String, St
     map.iter()
         .map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
         .collect()
-}
-
-fn str_at<'a>(value: &'a Value, pointer: &str) -> Option<&'a str> {
-    value.pointer(pointer).and_then(Value::as_str)
-}
-
-fn controller(object: &Value) -> Option<&Value> {
-    object
-        .pointer("/metadata/ownerReferences")?
-        .as_array()?
-        .iter()
-        .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
 }
 
 /// The request behind a reconcile of `primary`. `reconciled` is every kind a plugin reconciles.

@@ -11,7 +11,7 @@ use kube::api::{Api, ListParams};
 use serde_json::json;
 
 use crate::{
-    containment::{chaos_api, install_chaos_crd_for_tests},
+    containment::{ChaosRun, chaos_api, chaos_run, install_chaos_crd_for_tests},
     identity::{create_chaos, refusal},
     support::{
         CHAOS_ENTRY, OperatorOptions, apply_manifest, env, eventually, logged, namespace, policy_with,
@@ -124,20 +124,17 @@ async fn an_event_storm_across_reconciles_is_dropped_for_its_plugin_alone() {
 
 #[tokio::test]
 async fn a_reconcile_writing_more_bytes_than_its_budget_is_stopped() {
-    let env = env().await;
-    let client = env.client().await.unwrap();
-    install_chaos_crd_for_tests(&client).await;
-    let ns = namespace(env, "write-bytes").await;
-    let operator = start_operator(
-        env,
-        &ns,
-        OperatorOptions {
-            plugins: vec![kuberay_plugin_artifacts::CHAOS],
-            ..OperatorOptions::default()
-        },
+    let ChaosRun {
+        client,
+        ns,
+        operator,
+        chaos,
+    } = chaos_run(
+        "write-bytes",
+        vec![kuberay_plugin_artifacts::CHAOS],
+        crate::support::test_policy(),
     )
     .await;
-    let chaos = chaos_api(&client, ns.name());
     // Ten ConfigMaps of 900 KiB: each within the object limit, together more than the 8 MiB of a reconcile.
     create_chaos(&chaos, "ten", json!({"behaviour": "write-bytes", "count": 10})).await;
     let message = refusal(&chaos, "ten", "bytes written in one reconcile").await;
@@ -158,27 +155,22 @@ async fn a_reconcile_writing_more_bytes_than_its_budget_is_stopped() {
 
 #[tokio::test]
 async fn a_plugin_writing_faster_than_its_rate_across_reconciles_is_stopped() {
-    let env = env().await;
-    let client = env.client().await.unwrap();
-    install_chaos_crd_for_tests(&client).await;
-    let ns = namespace(env, "write-rate").await;
-    let operator = start_operator(
-        env,
-        &ns,
-        OperatorOptions {
-            plugins: vec![
-                kuberay_plugin_artifacts::RAYCLUSTER,
-                kuberay_plugin_artifacts::CHAOS,
-            ],
-            // Two 900 KiB writes in a burst, then a trickle.
-            policy: Some(policy_with(&chaos_with_budget(
-                "{writeBytesBurst: 2097152, writeBytesPerSecond: 1024}",
-            ))),
-            ..OperatorOptions::default()
-        },
+    let ChaosRun {
+        client,
+        ns,
+        operator,
+        chaos,
+    } = chaos_run(
+        "write-rate",
+        vec![
+            kuberay_plugin_artifacts::RAYCLUSTER,
+            kuberay_plugin_artifacts::CHAOS,
+        ],
+        policy_with(&chaos_with_budget(
+            "{writeBytesBurst: 2097152, writeBytesPerSecond: 1024}",
+        )),
     )
     .await;
-    let chaos = chaos_api(&client, ns.name());
     // One ConfigMap of 900 KiB per reconcile, requeued every 200 ms: each reconcile is within its budget.
     create_chaos(&chaos, "steady", json!({"behaviour": "write-bytes", "count": 1})).await;
     apply_manifest(&client, &ns, &sample("ray-cluster.sample.yaml")).await;

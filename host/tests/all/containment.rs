@@ -16,6 +16,44 @@ use crate::support::{
     OperatorOptions, apply_manifest, env, eventually, namespace, ready_cluster, sample, start_operator,
 };
 
+/// A test namespace with the Chaos CRD installed and an operator running `plugins` under `policy`.
+pub struct ChaosRun {
+    pub client: kube::Client,
+    pub ns: kuberay_testenv::TestNamespace,
+    pub operator: crate::support::Operator,
+    /// The namespace's Chaos objects.
+    pub chaos: Api<DynamicObject>,
+}
+
+/// Sets up a [`ChaosRun`] in a namespace named after `prefix`.
+pub async fn chaos_run(
+    prefix: &str,
+    plugins: Vec<&'static str>,
+    policy: kuberay_wasm::policy::Policy,
+) -> ChaosRun {
+    let env = env().await;
+    let client = env.client().await.unwrap();
+    install_chaos_crd_for_tests(&client).await;
+    let ns = namespace(env, prefix).await;
+    let operator = start_operator(
+        env,
+        &ns,
+        OperatorOptions {
+            plugins,
+            policy: Some(policy),
+            ..OperatorOptions::default()
+        },
+    )
+    .await;
+    let chaos = chaos_api(&client, ns.name());
+    ChaosRun {
+        client,
+        ns,
+        operator,
+        chaos,
+    }
+}
+
 pub fn chaos_api(client: &kube::Client, ns: &str) -> Api<DynamicObject> {
     let gvk = GroupVersionKind::gvk("testing.kuberay-wasm.io", "v1", "Chaos");
     Api::namespaced_with(

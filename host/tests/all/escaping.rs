@@ -10,9 +10,9 @@ use kube::api::{Api, ListParams};
 use serde_json::json;
 
 use crate::{
-    containment::{chaos_api, install_chaos_crd_for_tests},
+    containment::{ChaosRun, chaos_run},
     identity::{create_chaos, refusal},
-    support::{OperatorOptions, env, eventually, log_lines, logged, namespace, start_operator},
+    support::{eventually, log_lines, logged},
 };
 
 /// Whether `text` holds anything that breaks a line or steers a terminal.
@@ -23,20 +23,17 @@ fn raw(text: &str) -> bool {
 
 #[tokio::test]
 async fn a_plugins_error_and_event_text_cannot_forge_log_lines_events_or_conditions() {
-    let env = env().await;
-    let client = env.client().await.unwrap();
-    install_chaos_crd_for_tests(&client).await;
-    let ns = namespace(env, "escaping").await;
-    let operator = start_operator(
-        env,
-        &ns,
-        OperatorOptions {
-            plugins: vec![kuberay_plugin_artifacts::CHAOS],
-            ..OperatorOptions::default()
-        },
+    let ChaosRun {
+        client,
+        ns,
+        operator,
+        chaos,
+    } = chaos_run(
+        "escaping",
+        vec![kuberay_plugin_artifacts::CHAOS],
+        crate::support::test_policy(),
     )
     .await;
-    let chaos = chaos_api(&client, ns.name());
     create_chaos(&chaos, "forge-error", json!({"behaviour": "forge-error"})).await;
 
     // The condition: the plugin's text, escaped, after the host's words.

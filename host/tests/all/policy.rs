@@ -11,7 +11,7 @@ use kube::Api;
 use kube::api::{DynamicObject, PostParams};
 use serde_json::{Value, json};
 
-use crate::containment::{chaos_api, install_chaos_crd_for_tests};
+use crate::containment::{ChaosRun, chaos_api, chaos_run, install_chaos_crd_for_tests};
 use crate::support::{
     CHAOS_ENTRY, OperatorOptions, apply_manifest, env, eventually, install_plugin_as, logged, namespace,
     policy_with, ready_cluster, sample, start_operator,
@@ -177,25 +177,17 @@ pub(crate) async fn victims(client: &kube::Client, ns: &str) -> (Secret, Service
 
 #[tokio::test]
 async fn hostile_content_is_refused_while_a_raycluster_reconciles() {
-    let env = env().await;
-    let client = env.client().await.unwrap();
-    install_chaos_crd_for_tests(&client).await;
-    let ns = namespace(env, "policy-content").await;
+    let plugins = vec![
+        kuberay_plugin_artifacts::RAYCLUSTER,
+        kuberay_plugin_artifacts::CHAOS,
+    ];
+    let ChaosRun {
+        client,
+        ns,
+        operator,
+        chaos,
+    } = chaos_run("policy-content", plugins, policy_with(HOSTILE_CHAOS_ENTRY)).await;
     let (secret, _) = victims(&client, ns.name()).await;
-    let operator = start_operator(
-        env,
-        &ns,
-        OperatorOptions {
-            plugins: vec![
-                kuberay_plugin_artifacts::RAYCLUSTER,
-                kuberay_plugin_artifacts::CHAOS,
-            ],
-            policy: Some(policy_with(HOSTILE_CHAOS_ENTRY)),
-            ..OperatorOptions::default()
-        },
-    )
-    .await;
-    let chaos = chaos_api(&client, ns.name());
     for (name, behaviour, target, object, _) in attacks() {
         create_chaos(
             &chaos,

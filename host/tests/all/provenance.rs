@@ -22,7 +22,7 @@ use kube::{
 use serde_json::{Value, json};
 
 use crate::{
-    containment::{chaos_api, install_chaos_crd_for_tests},
+    containment::{ChaosRun, chaos_api, chaos_run, install_chaos_crd_for_tests},
     policy::{create_chaos, reconciled_message, victims},
     support::{OperatorOptions, env, eventually, namespace, policy_with, rayclusters, start_operator},
 };
@@ -206,22 +206,18 @@ async fn observed(chaos: &Api<kube::api::DynamicObject>, name: &str) {
 
 #[tokio::test]
 async fn what_the_plugin_invents_is_refused_and_what_its_user_asked_for_is_written() {
-    let env = env().await;
-    let client = env.client().await.unwrap();
-    install_chaos_crd_for_tests(&client).await;
-    let ns = namespace(env, "provenance").await;
-    let (secret, _) = victims(&client, ns.name()).await;
-    let operator = start_operator(
-        env,
-        &ns,
-        OperatorOptions {
-            plugins: vec![kuberay_plugin_artifacts::CHAOS],
-            policy: Some(policy_with(THIRD_PARTY)),
-            ..OperatorOptions::default()
-        },
+    let ChaosRun {
+        client,
+        ns,
+        operator,
+        chaos,
+    } = chaos_run(
+        "provenance",
+        vec![kuberay_plugin_artifacts::CHAOS],
+        policy_with(THIRD_PARTY),
     )
     .await;
-    let chaos = chaos_api(&client, ns.name());
+    let (secret, _) = victims(&client, ns.name()).await;
     for (name, behaviour, object, _) in side_doors() {
         create_chaos(
             &chaos,
@@ -294,21 +290,17 @@ async fn what_the_plugin_invents_is_refused_and_what_its_user_asked_for_is_writt
 #[tokio::test]
 async fn a_refusal_the_plugin_ignores_is_reported_on_the_object() {
     use k8s_openapi::api::events::v1::Event;
-    let env = env().await;
-    let client = env.client().await.unwrap();
-    install_chaos_crd_for_tests(&client).await;
-    let ns = namespace(env, "provenance-quiet").await;
-    let operator = start_operator(
-        env,
-        &ns,
-        OperatorOptions {
-            plugins: vec![kuberay_plugin_artifacts::CHAOS],
-            policy: Some(policy_with(THIRD_PARTY)),
-            ..OperatorOptions::default()
-        },
+    let ChaosRun {
+        client,
+        ns,
+        operator,
+        chaos,
+    } = chaos_run(
+        "provenance-quiet",
+        vec![kuberay_plugin_artifacts::CHAOS],
+        policy_with(THIRD_PARTY),
     )
     .await;
-    let chaos = chaos_api(&client, ns.name());
     let privileged = pod(
         "quiet",
         json!({"containers": [{"name": "c", "image": "busybox",
@@ -403,21 +395,18 @@ async fn the_users_pod_security_settings_are_bounded_by_the_namespaces_level() {
 /// The same annotations on a RayCluster a user wrote are carried over, as KubeRay does.
 #[tokio::test]
 async fn ingress_annotations_come_from_the_user_not_from_a_plugin_written_cluster() {
-    let env = env().await;
-    let client = env.client().await.unwrap();
-    install_chaos_crd_for_tests(&client).await;
-    let ns = namespace(env, "provenance-ingress").await;
-    let operator = start_operator(
-        env,
-        &ns,
-        OperatorOptions {
-            plugins: vec![
-                kuberay_plugin_artifacts::RAYCLUSTER,
-                kuberay_plugin_artifacts::CHAOS,
-            ],
-            policy: Some(policy_with(THIRD_PARTY)),
-            ..OperatorOptions::default()
-        },
+    let ChaosRun {
+        client,
+        ns,
+        operator,
+        chaos,
+    } = chaos_run(
+        "provenance-ingress",
+        vec![
+            kuberay_plugin_artifacts::RAYCLUSTER,
+            kuberay_plugin_artifacts::CHAOS,
+        ],
+        policy_with(THIRD_PARTY),
     )
     .await;
     let snippet = "nginx.ingress.kubernetes.io/configuration-snippet";
@@ -425,7 +414,6 @@ async fn ingress_annotations_come_from_the_user_not_from_a_plugin_written_cluste
     spec["headGroupSpec"]["enableIngress"] = json!(true);
     let mut forged = cluster("forged-ingress", spec.clone());
     forged["metadata"]["annotations"] = json!({snippet: "more_set_headers \"X: y\";"});
-    let chaos = chaos_api(&client, ns.name());
     create_chaos(
         &chaos,
         "ingress",
