@@ -113,9 +113,14 @@ impl Admission {
         live: Option<&Value>,
         delegate: Option<&Delegate>,
     ) -> Result<Option<String>, HostError> {
-        self.writer_for(delegate)
-            .check_adoption(live)
-            .map_err(|message| forbidden(format!("{kind} {name}: {message}")))?;
+        // An object the reconciled object controls may be handed to a child it controls (a RayService's
+        // serve Service written by an earlier version, now owned by its RayCluster).
+        let handed_down = delegate.is_some() && live.is_some_and(|l| controlled_by(l, &self.primary.uid));
+        if !handed_down {
+            self.writer_for(delegate)
+                .check_adoption(live)
+                .map_err(|message| forbidden(format!("{kind} {name}: {message}")))?;
+        }
         Ok(live.and_then(|l| str_at(l, "/metadata/uid")).map(str::to_string))
     }
 
