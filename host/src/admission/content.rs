@@ -69,6 +69,12 @@ pub(crate) fn check(
         ("networking.k8s.io", "Ingress") => ingress(object, &mut needs)?,
         ("gateway.networking.k8s.io", "Gateway") => gateway(object, namespace, &mut needs)?,
         ("gateway.networking.k8s.io", "HTTPRoute" | "GRPCRoute") => route(object, namespace, &mut needs)?,
+        ("discovery.k8s.io", "EndpointSlice") => endpoints_of(
+            str_at(object, "/metadata/labels/kubernetes.io~1service-name"),
+            &mut needs,
+        )?,
+        // Endpoints are named after their Service.
+        ("", "Endpoints") => endpoints_of(str_at(object, "/metadata/name"), &mut needs)?,
         _ => {}
     }
     Ok(needs)
@@ -90,6 +96,18 @@ fn cluster_labels(value: &Value, needs: &mut Needs) {
         Value::Array(items) => items.iter().for_each(|v| cluster_labels(v, needs)),
         _ => {}
     }
+}
+
+/// Endpoints (an EndpointSlice's `kubernetes.io/service-name`, an Endpoints object's name) feed a Service's
+/// traffic: only one the reconciled object controls.
+fn endpoints_of(service: Option<&str>, needs: &mut Needs) -> Checked {
+    let Some(service) = service else {
+        return Err("endpoints must name the Service they belong to".into());
+    };
+    needs
+        .owned
+        .push((kind("", "Service"), service.to_string(), "adds endpoints to"));
+    Ok(())
 }
 
 /// Annotations outside KubeRay's own domain: controller configuration, which must be the user's.
@@ -453,6 +471,39 @@ mod tests {
             )
             .is_err()
         );
+    }
+
+    #[test]
+    fn endpoints_must_belong_to_a_service_to_verify() {
+        let slice = json!({"metadata": {"labels": {"kubernetes.io/service-name": "victim-head-svc"}}});
+        let needs = check(
+            &kind_of("discovery.k8s.io/v1/EndpointSlice"),
+            &slice,
+            &rules(),
+            "ns",
+        )
+        .unwrap();
+        assert_eq!(
+            needs.owned,
+            [(
+                kind("", "Service"),
+                "victim-head-svc".to_string(),
+                "adds endpoints to"
+            )]
+        );
+        let orphan = json!({"metadata": {"labels": {}}});
+        assert!(
+            check(
+                &kind_of("discovery.k8s.io/v1/EndpointSlice"),
+                &orphan,
+                &rules(),
+                "ns"
+            )
+            .is_err()
+        );
+        let endpoints = json!({"metadata": {"name": "victim-head-svc"}});
+        let needs = check(&kind_of("v1/Endpoints"), &endpoints, &rules(), "ns").unwrap();
+        assert_eq!(needs.owned.len(), 1);
     }
 
     #[test]

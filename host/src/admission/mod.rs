@@ -15,7 +15,7 @@
 //! | ownership | one controller owner reference, to the reconciled object; no foreign owners or finalizers | `kuberay_plugin_sdk::ownership` (shared with `FakeHost`), `ownership.rs` |
 //! | adoption | a live object must be the reconciled object's; a new one is created with a precondition that fails if it appeared meanwhile; a grandchild gets a label-only apply | `ownership.rs`, `kubernetes/label_only.rs` |
 //! | unchanged | a write that would change nothing is skipped here: nothing reaches the API server | `kubernetes/unchanged.rs` |
-//! | provenance and content | references (Secrets, ConfigMaps, claims, volumes, ServiceAccounts, selected clusters) the user's request names or the object controls; Services, RBAC, Ingress, Gateway, routes, the `ray.io/cluster` label | `judge.rs`, `scan.rs`, `provenance.rs`, `content.rs` |
+//! | provenance and content | references (Secrets, ConfigMaps, claims, volumes, ServiceAccounts, selected clusters) the user's request names or the object controls; Services, endpoints, RBAC, Ingress, Gateway, routes, the `ray.io/cluster` label | `judge.rs`, `scan.rs`, `provenance.rs`, `content.rs` |
 //! | Pod Security | every pod- and container-shaped part: the user's settings up to the namespace's level, the plugin's own up to its profile | `judge.rs`, `pod_security.rs`, `kubernetes/namespaces.rs` |
 //!
 //! `commit` (in `commit.rs`) then does what every write does, in one place: the leader fence, the request

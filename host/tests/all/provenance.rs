@@ -4,7 +4,7 @@
 //! few more kinds could use: someone's token Secret on a RayCluster, a Secret or capabilities through
 //! `autoscalerOptions`, a NodePort Service or a selector on another cluster's Pods, someone's claim or an
 //! Available PersistentVolume, an AppArmor annotation, a privileged template inside a custom resource, a
-//! RayJob selecting someone's cluster, a Role granting Secrets. Each is refused with the reason on the
+//! RayJob selecting someone's cluster, a Role granting Secrets, endpoints added to someone's Service. Each is refused with the reason on the
 //! object; the same settings asked for by the user (`object`: structured in the spec) are written, bounded by
 //! the namespace's Pod Security level.
 
@@ -47,7 +47,8 @@ const THIRD_PARTY: &str = "
   file: chaos.wasm
   reconciles: testing.kuberay-wasm.io/v1/Chaos
   owns: [v1/ConfigMap, v1/Pod, v1/Service, ray.io/v1/RayCluster, ray.io/v1/RayJob,
-         rbac.authorization.k8s.io/v1/Role, networking.k8s.io/v1/Ingress, testing.kuberay-wasm.io/v1/Chaos]
+         rbac.authorization.k8s.io/v1/Role, networking.k8s.io/v1/Ingress, testing.kuberay-wasm.io/v1/Chaos,
+         discovery.k8s.io/v1/EndpointSlice]
   verbs:
     testing.kuberay-wasm.io/v1/Chaos: [get, apply-status, record-event, apply]
     v1/ConfigMap: [get, list, create, apply, delete]
@@ -57,6 +58,7 @@ const THIRD_PARTY: &str = "
     ray.io/v1/RayJob: [create]
     rbac.authorization.k8s.io/v1/Role: [apply]
     networking.k8s.io/v1/Ingress: [apply]
+    discovery.k8s.io/v1/EndpointSlice: [create]
   rayHeads: true
 ";
 
@@ -171,6 +173,14 @@ fn side_doors() -> Vec<(&'static str, &'static str, Value, &'static str)> {
             json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "evil-role"},
                 "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list"]}]}),
             "roleRules",
+        ),
+        (
+            "endpoints",
+            "create",
+            json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                "metadata": {"name": "evil-endpoints", "labels": {"kubernetes.io/service-name": "victim-cluster-head-svc"}},
+                "addressType": "IPv4", "endpoints": [{"addresses": ["10.0.0.66"]}], "ports": [{"port": 8265}]}),
+            "adds endpoints to Service victim-cluster-head-svc",
         ),
         (
             "ingress",

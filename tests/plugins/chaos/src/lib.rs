@@ -112,6 +112,10 @@ impl Plugin for Chaos {
                 ),
                 Capability::new(Kind::new("networking.k8s.io", "v1", "Ingress"), &[Verb::Apply]),
                 Capability::new(Kind::new("ray.io", "v1", "RayJob"), &[Verb::Create]),
+                Capability::new(
+                    Kind::new("discovery.k8s.io", "v1", "EndpointSlice"),
+                    &[Verb::Create],
+                ),
             ],
             finalizer: None,
             uses_ray_head: true,
