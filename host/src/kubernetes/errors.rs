@@ -12,13 +12,14 @@ use kuberay_plugin_sdk::HostError;
 pub(crate) fn from_kube(e: kube::Error) -> HostError {
     match e {
         kube::Error::Api(status) => {
-            let message = format!("{} ({})", status.message, status.reason);
-            match status.code {
-                403 if is_rbac_denial(&status.message) => {
+            // The API server's message alone, as KubeRay's conditions and events show it.
+            let (code, message) = (status.code, status.message);
+            match code {
+                403 if is_rbac_denial(&message) => {
                     tracing::error!(reason = ?message, "the API server refused the operator's own credentials; check its RBAC");
                     HostError::Unavailable(format!("the operator's credentials were refused: {message}"))
                 }
-                403 => HostError::Invalid(status.message),
+                403 => HostError::Invalid(message),
                 404 => HostError::NotFound(message),
                 409 => HostError::Conflict(message),
                 400 | 422 => HostError::Invalid(message),
