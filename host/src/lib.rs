@@ -19,6 +19,8 @@
 //!   event recorders, and the ownership and naming rules the plugin host applies;
 //! - `raybridge`: the Ray bridge: sending to Ray heads (HTTP to them is [`kuberay_rayhead`]'s, shared with
 //!   the API server), finding them through the Kubernetes bridge;
+//! - [`reconcileplugin`]: plugins named by `ReconcilePlugin` resources: OCI artifacts pulled, verified,
+//!   loaded and swapped in by every replica, status and Events written by the leader;
 //! - [`policy`]: the administrator's policy as data: which plugins run, their grants, their content rules;
 //! - `controller`: the reconcile queues;
 //! - [`leadership`]: leader election on a Lease, and the fence every write of the host passes;
@@ -35,6 +37,7 @@ pub(crate) mod plugin_host;
 pub(crate) mod plugin_watch;
 pub mod policy;
 pub(crate) mod raybridge;
+pub mod reconcileplugin;
 pub mod sandbox;
 pub(crate) mod server;
 pub mod telemetry;

@@ -10,9 +10,14 @@ use kuberay_wasm::{
     leadership::{self, LeaderElection},
     metrics::Metrics,
     policy::Policy,
+    reconcileplugin::{
+        ResourceOptions,
+        artifact::{self, RegistryOptions},
+    },
     sandbox::{CallLimits, ChildCompiler, CompileLimits, Sandbox, SandboxConfig},
     telemetry::{self, LogFormat},
 };
+use oci_client::secrets::RegistryAuth;
 
 /// jemalloc instead of the C library's allocator. With glibc's, memory freed on one tokio worker was not reused
 /// by another (per-thread arenas): at 1,000 RayClusters the operator peaked at 116 MiB, 105 with jemalloc at
@@ -48,6 +53,9 @@ enum Command {
         #[arg(long)]
         policy: Option<PathBuf>,
     },
+    /// Work with plugin artifacts in OCI registries.
+    #[command(subcommand)]
+    Plugin(PluginCommand),
     /// Internal: compile one plugin component from stdin to stdout under these limits (the operator runs
     /// itself so to bound what compiling a hostile component may cost).
     #[command(hide = true)]
@@ -57,6 +65,86 @@ enum Command {
         #[arg(long)]
         cpu_seconds: u64,
     },
+}
+
+#[derive(Subcommand)]
+enum PluginCommand {
+    /// Push a plugin component to a registry as a WebAssembly OCI artifact and print the digest a
+    /// ReconcilePlugin pins (`REFERENCE@sha256:...`).
+    Push {
+        /// The component (`*.wasm`).
+        file: PathBuf,
+        /// Where to push it: `registry[:port]/repository[:tag]`.
+        reference: String,
+        #[command(flatten)]
+        registry: RegistryArgs,
+    },
+}
+
+/// How `plugin push` reaches a registry.
+#[derive(clap::Args)]
+struct RegistryArgs {
+    /// User name for the registry (none: anonymous).
+    #[arg(long, env = "KUBERAY_WASM_REGISTRY_USERNAME")]
+    username: Option<String>,
+    /// Password for the registry.
+    #[arg(long, env = "KUBERAY_WASM_REGISTRY_PASSWORD", hide_env_values = true)]
+    password: Option<String>,
+    /// A PEM CA certificate to trust besides the system's (repeatable).
+    #[arg(long)]
+    ca_file: Vec<PathBuf>,
+}
+
+/// How the operator serves the plugins of `ReconcilePlugin` resources.
+#[derive(clap::Args)]
+struct ResourceArgs {
+    /// Serve the plugins named by ReconcilePlugin resources (plugins.kuberay-wasm.io/v1alpha1); needs their
+    /// CRD and the RBAC to list and watch them.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    plugin_resources: bool,
+    /// Serve only the ReconcilePlugin resources whose labels match this selector (several operators in one
+    /// cluster); all by default.
+    #[arg(long)]
+    plugin_resource_selector: Option<String>,
+    /// Accept ReconcilePlugin artifacts named by tag rather than digest. For development only: a tag can
+    /// move, so what serves is no longer what the resource says.
+    #[arg(long)]
+    allow_plugin_tags: bool,
+    /// A PEM CA certificate trusted for plugin registries besides the system's (repeatable).
+    #[arg(long)]
+    plugin_registry_ca: Vec<PathBuf>,
+    /// Timeout of each request to a plugin registry.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    plugin_registry_timeout: Duration,
+    /// The operator's namespace, where ReconcilePlugin pull Secrets are read; default POD_NAMESPACE, else
+    /// the ServiceAccount's namespace file.
+    #[arg(long, env = "POD_NAMESPACE")]
+    operator_namespace: Option<String>,
+}
+
+impl ResourceArgs {
+    fn options(self) -> anyhow::Result<Option<ResourceOptions>> {
+        if !self.plugin_resources {
+            return Ok(None);
+        }
+        let mut extra_roots = Vec::new();
+        for path in &self.plugin_registry_ca {
+            extra_roots.push(std::fs::read(path).with_context(|| format!("reading {}", path.display()))?);
+        }
+        let file = std::path::Path::new(leadership::SERVICE_ACCOUNT_NAMESPACE_FILE);
+        Ok(Some(ResourceOptions {
+            namespace: self
+                .operator_namespace
+                .filter(|ns| !ns.is_empty())
+                .or_else(|| leadership::namespace_from_file(file)),
+            selector: self.plugin_resource_selector,
+            allow_tags: self.allow_plugin_tags,
+            registry: RegistryOptions {
+                extra_roots,
+                timeout: self.plugin_registry_timeout,
+            },
+        }))
+    }
 }
 
 #[derive(clap::Args)]
@@ -101,6 +189,12 @@ struct OperatorArgs {
     /// host/deploy/policy.yaml, built in and used when this is not given).
     #[arg(long)]
     policy: Option<PathBuf>,
+    /// Entries of the policy not to serve (comma-separated names, e.g. `raycluster`), so that a
+    /// ReconcilePlugin resource may serve their kinds.
+    #[arg(long, value_delimiter = ',')]
+    disable_plugins: Vec<String>,
+    #[command(flatten)]
+    resources: ResourceArgs,
     /// Where /metrics is served.
     #[arg(long, default_value = "0.0.0.0:8080")]
     metrics_bind_address: SocketAddr,
@@ -199,6 +293,11 @@ fn main() -> std::process::ExitCode {
         .and_then(|runtime| match cli.command {
             Command::Operator(args) => runtime.block_on(operator(*args)),
             Command::Inspect { plugin, policy } => runtime.block_on(inspect(plugin, policy)),
+            Command::Plugin(PluginCommand::Push {
+                file,
+                reference,
+                registry,
+            }) => runtime.block_on(push(file, reference, registry)),
             Command::CompilePlugin { .. } => Ok(()),
         });
     match result {
@@ -246,7 +345,11 @@ async fn operator(args: OperatorArgs) -> anyhow::Result<()> {
     } else {
         args.cache_dir.or_else(default_cache_dir)
     };
-    config.policy = Some(std::sync::Arc::new(load_policy(args.policy.as_deref())?));
+    let policy = load_policy(args.policy.as_deref())?
+        .without(&args.disable_plugins)
+        .context("--disable-plugins")?;
+    config.policy = Some(std::sync::Arc::new(policy));
+    config.resources = args.resources.options()?;
     config.kubeconfig = args.kubeconfig;
     config.routing = args.routing;
     config.instance = instance_name();
@@ -292,6 +395,28 @@ fn load_policy(path: Option<&std::path::Path>) -> anyhow::Result<Policy> {
     let policy = Policy::read(path).with_context(|| format!("loading the policy {}", path.display()))?;
     tracing::info!(path = %path.display(), plugins = policy.entries().len(), "policy loaded");
     Ok(policy)
+}
+
+async fn push(file: PathBuf, reference: String, args: RegistryArgs) -> anyhow::Result<()> {
+    let wasm = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+    let parsed = artifact::parse_reference(&reference, true)?;
+    let mut extra_roots = Vec::new();
+    for path in &args.ca_file {
+        extra_roots.push(std::fs::read(path).with_context(|| format!("reading {}", path.display()))?);
+    }
+    let registry = artifact::Registry::new(&RegistryOptions {
+        extra_roots,
+        timeout: Duration::from_secs(60),
+    })?;
+    let auth = match (args.username, args.password) {
+        (Some(user), Some(password)) => RegistryAuth::Basic(user, password),
+        (None, None) => RegistryAuth::Anonymous,
+        _ => anyhow::bail!("give both --username and --password, or neither"),
+    };
+    let digest = registry.push(&parsed, &auth, wasm).await?;
+    let repository = format!("{}/{}", parsed.registry(), parsed.repository());
+    println!("{repository}@{digest}");
+    Ok(())
 }
 
 async fn inspect(plugin: PathBuf, policy: Option<PathBuf>) -> anyhow::Result<()> {

@@ -51,6 +51,11 @@ impl Readiness {
         self.leading.store(leading, Ordering::Relaxed);
     }
 
+    /// Whether this replica runs the controllers (and so writes status and Events).
+    pub(crate) fn leading(&self) -> bool {
+        self.leading.load(Ordering::Relaxed)
+    }
+
     /// The caches of the current term have synced.
     pub(crate) fn set_synced(&self, synced: bool) {
         self.synced.store(synced, Ordering::Relaxed);

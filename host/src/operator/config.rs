@@ -5,7 +5,9 @@ use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
 use kuberay_rayhead::RoutingOptions;
 
-use crate::{leadership::LeaderElection, policy::Policy, sandbox::CallBudget};
+use crate::{
+    leadership::LeaderElection, policy::Policy, reconcileplugin::ResourceOptions, sandbox::CallBudget,
+};
 
 /// `--plugin-compile-timeout`'s default.
 pub const DEFAULT_COMPILE_TIMEOUT: Duration = Duration::from_secs(60);
@@ -57,6 +59,8 @@ pub struct OperatorConfig {
     pub routing: RoutingOptions,
     /// Leader election among replicas; `None` reconciles at once, alone.
     pub leader_election: Option<LeaderElection>,
+    /// Plugins named by `ReconcilePlugin` resources; `None` serves only the plugin directory's.
+    pub resources: Option<ResourceOptions>,
 }
 
 impl OperatorConfig {
@@ -82,6 +86,7 @@ impl OperatorConfig {
             instance: None,
             routing: RoutingOptions::default(),
             leader_election: None,
+            resources: None,
         }
     }
 

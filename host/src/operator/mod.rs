@@ -187,7 +187,23 @@ async fn operate(
     let (kinds_tx, kinds_rx) = watch::channel(BTreeSet::new());
     plugins::load(&sandbox, &config.plugins_dir, &kinds_tx).await;
     readiness.set_loaded(true);
-    let reload = plugins::reload(sandbox, &config.plugins_dir, watch, &kinds_tx);
+    let resource_client = client.clone();
+    let resources = async {
+        let Some(options) = config.resources.clone() else {
+            return std::future::pending().await;
+        };
+        crate::reconcileplugin::run(crate::reconcileplugin::Context {
+            client: resource_client,
+            sandbox: sandbox.clone(),
+            kinds: kinds_tx.clone(),
+            readiness: readiness.clone(),
+            metrics: metrics.clone(),
+            instance: config.instance.clone(),
+            options,
+        })
+        .await;
+    };
+    let reload = plugins::reload(sandbox.clone(), &config.plugins_dir, watch, &kinds_tx);
     let terms = async {
         match &config.leader_election {
             None => {
@@ -204,6 +220,7 @@ async fn operate(
     tokio::select! {
         () = terms => {}
         () = reload => {}
+        () = resources => {}
     }
     Ok(())
 }

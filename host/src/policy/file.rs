@@ -23,6 +23,9 @@ pub enum PolicyError {
     Syntax(String),
     #[error("the policy is invalid: {0}")]
     Invalid(String),
+    /// An entry shares a name or a reconciled kind with another.
+    #[error("{0}")]
+    Clash(String),
 }
 
 /// A Pod Security Standards profile (and a namespace's `pod-security.kubernetes.io/enforce` level).
@@ -149,8 +152,9 @@ impl Default for ContentRules {
 pub struct Entry {
     /// The administrator's name for it: the plugin must call itself this, and metrics use it.
     pub(crate) name: String,
-    /// Its file name in the plugin directory.
-    pub(crate) file: String,
+    /// Its file name in the plugin directory; `None` for an entry a `ReconcilePlugin` resource defines (its
+    /// component comes from a registry, see `crate::reconcileplugin`).
+    pub(crate) file: Option<String>,
     /// Optional pin: the SHA-256 (hex) of the component file.
     pub sha256: Option<String>,
     pub(crate) reconciles: Kind,
@@ -164,11 +168,19 @@ pub struct Entry {
     pub(crate) budget: BudgetRules,
 }
 
-/// The administrator's policy: which plugins run and what each may do.
+/// The administrator's policy: which plugins run and what each may do. The entries of the policy file, and
+/// those of the `ReconcilePlugin` resources merged in while the operator runs ([`Policy::with_resource`]).
 #[derive(Debug, Clone)]
 pub struct Policy {
     entries: Vec<Entry>,
+    /// The file's `defaults`, which resource-defined entries inherit too.
+    defaults: ContentRules,
+    budget: BudgetRules,
 }
+
+/// The fields of a policy entry that name the plugin rather than grant it something: a `ReconcilePlugin`
+/// resource gives them elsewhere (its name, its artifact, `spec.reconciles`).
+const IDENTITY_FIELDS: [&str; 4] = ["name", "file", "sha256", "reconciles"];
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -477,7 +489,7 @@ fn entry(defaults: &ContentRules, budget: BudgetRules, mut e: EntryFile) -> Resu
     let rules = rules(defaults, e.take_rules())?;
     Ok(Entry {
         name: e.name,
-        file: e.file,
+        file: Some(e.file),
         sha256,
         reconciles,
         owns,
@@ -487,6 +499,19 @@ fn entry(defaults: &ContentRules, budget: BudgetRules, mut e: EntryFile) -> Resu
         finalizer: e.finalizer,
         budget: e.budget.over(budget),
     })
+}
+
+/// What two entries may not share, if they share it.
+fn clash(a: &Entry, b: &Entry) -> Option<&'static str> {
+    if a.name == b.name {
+        Some("the same name")
+    } else if a.file.is_some() && a.file == b.file {
+        Some("the same file")
+    } else if a.reconciles == b.reconciles {
+        Some("the same reconciled kind")
+    } else {
+        None
+    }
 }
 
 impl Policy {
@@ -504,25 +529,18 @@ impl Policy {
             .map(|e| entry(&defaults, budget, e))
             .collect::<Result<Vec<_>, _>>()?;
         for (i, a) in entries.iter().enumerate() {
-            for b in &entries[..i] {
-                let clash = if a.name == b.name {
-                    Some("the same name")
-                } else if a.file == b.file {
-                    Some("the same file")
-                } else if a.reconciles == b.reconciles {
-                    Some("the same reconciled kind")
-                } else {
-                    None
-                };
-                if let Some(what) = clash {
-                    return Err(PolicyError::Invalid(format!(
-                        "plugins {:?} and {:?} have {what}",
-                        b.name, a.name
-                    )));
-                }
+            if let Some((b, what)) = entries[..i].iter().find_map(|b| clash(a, b).map(|w| (b, w))) {
+                return Err(PolicyError::Invalid(format!(
+                    "plugins {:?} and {:?} have {what}",
+                    b.name, a.name
+                )));
             }
         }
-        Ok(Self { entries })
+        Ok(Self {
+            entries,
+            defaults,
+            budget,
+        })
     }
 
     /// Reads and parses the policy at `path`.
@@ -545,7 +563,69 @@ impl Policy {
 
     /// The entry for the plugin file named `file`.
     pub(crate) fn entry_for_file(&self, file: &str) -> Option<&Entry> {
-        self.entries.iter().find(|e| e.file == file)
+        self.entries.iter().find(|e| e.file.as_deref() == Some(file))
+    }
+
+    /// The entry named `name`.
+    pub(crate) fn entry_named(&self, name: &str) -> Option<&Entry> {
+        self.entries.iter().find(|e| e.name == name)
+    }
+
+    /// This policy with the entry of the `ReconcilePlugin` resource `name` (reconciling `reconciles`,
+    /// granted `grant`: the keys of a policy file's entry but its identity) in place of the one it had. The
+    /// entry inherits the file's `defaults`; a name or a kind another entry holds is refused.
+    pub fn with_resource(
+        &self,
+        name: &str,
+        reconciles: &str,
+        grant: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<Self, PolicyError> {
+        if let Some(key) = IDENTITY_FIELDS.iter().find(|k| grant.contains_key(**k)) {
+            return Err(PolicyError::Invalid(format!(
+                "grant.{key} is not part of a grant (the resource's name, spec.artifact and spec.reconciles say it)"
+            )));
+        }
+        let mut fields = grant.clone();
+        fields.insert("name".into(), name.into());
+        fields.insert("reconciles".into(), reconciles.into());
+        // The parser of the policy file's entries wants a file name; a resource's entry has none (below).
+        fields.insert("file".into(), "resource.wasm".into());
+        let parsed: EntryFile = serde_json::from_value(serde_json::Value::Object(fields))
+            .map_err(|e| PolicyError::Syntax(format!("grant: {e}")))?;
+        let mut added = entry(&self.defaults, self.budget, parsed)?;
+        added.file = None;
+        let mut policy = self.without_resource(name);
+        if let Some((other, what)) = policy
+            .entries
+            .iter()
+            .find_map(|e| clash(&added, e).map(|w| (e, w)))
+        {
+            let source = other.file.as_deref().map_or_else(
+                || format!("the ReconcilePlugin {:?}", other.name),
+                |file| format!("the policy file's plugin {:?} ({file})", other.name),
+            );
+            return Err(PolicyError::Clash(format!("{source} has {what}")));
+        }
+        policy.entries.push(added);
+        Ok(policy)
+    }
+
+    /// This policy without the entries named `names` (`--disable-plugins`); an unknown name is an error.
+    pub fn without(mut self, names: &[String]) -> Result<Self, PolicyError> {
+        if let Some(unknown) = names.iter().find(|n| self.entry_named(n).is_none()) {
+            return Err(PolicyError::Invalid(format!(
+                "the policy has no plugin named {unknown:?}"
+            )));
+        }
+        self.entries.retain(|e| !names.contains(&e.name));
+        Ok(self)
+    }
+
+    /// This policy without the entry of the `ReconcilePlugin` resource `name` (a file's entry stays).
+    pub fn without_resource(&self, name: &str) -> Self {
+        let mut policy = self.clone();
+        policy.entries.retain(|e| e.file.is_some() || e.name != name);
+        policy
     }
 
     /// Every entry.
@@ -698,5 +778,66 @@ mod tests {
         assert!(b.rules.secrets.owned && !b.rules.secrets.named_in_spec);
         assert!(a.rules.grandchild_labels.is_empty());
         assert_eq!(b.rules.grandchild_labels, ["ray.io/serve".to_string()].into());
+    }
+
+    fn grant(yaml: &str) -> serde_json::Map<String, serde_json::Value> {
+        serde_yaml::from_str(yaml).unwrap()
+    }
+
+    #[test]
+    fn a_resource_entry_merges_with_the_file_inheriting_its_defaults_and_may_not_clash() {
+        let file = Policy::parse(
+            "defaults: {podSecurity: restricted, budget: {writes: 7}}\n\
+             plugins: [{name: a, file: a.wasm, reconciles: x.io/v1/A}]\n",
+        )
+        .unwrap();
+        let merged = file
+            .with_resource(
+                "b",
+                "x.io/v1/B",
+                &grant("{owns: [v1/ConfigMap], verbs: {v1/ConfigMap: [get, apply]}, budget: {events: 3}}"),
+            )
+            .unwrap();
+        let b = merged.entry_named("b").unwrap();
+        assert!(b.file.is_none(), "a resource's entry names no file");
+        assert_eq!(b.rules.pod_security, Profile::Restricted, "the file's defaults");
+        assert_eq!(b.budget.writes, Some(7));
+        assert_eq!(b.budget.events, Some(3));
+        assert!(merged.entry_for_file("resource.wasm").is_none());
+        // Replacing the resource's own entry is not a clash; dropping it leaves the file's.
+        let replaced = merged.with_resource("b", "x.io/v1/C", &grant("{}")).unwrap();
+        assert_eq!(replaced.entries().len(), 2);
+        assert_eq!(replaced.without_resource("b").entries().len(), 1);
+        assert_eq!(
+            replaced.without_resource("a").entries().len(),
+            2,
+            "a file's entry stays"
+        );
+        for (name, kind, grant_yaml, needle) in [
+            ("a", "x.io/v1/Z", "{}", "the same name"),
+            ("z", "x.io/v1/A", "{}", "the same reconciled kind"),
+            ("z", "v1/Secret", "{}", "built-in"),
+            ("z", "x.io/v1/Z", "{file: z.wasm}", "grant.file"),
+            ("z", "x.io/v1/Z", "{surprise: 1}", "surprise"),
+            ("z", "x.io/v1/Z", "{verbs: {v1/Pod: [steal]}}", "verb"),
+        ] {
+            let error = file
+                .with_resource(name, kind, &grant(grant_yaml))
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains(needle), "{name} {kind} {grant_yaml}: {error}");
+        }
+        assert!(matches!(
+            file.with_resource("a", "x.io/v1/Z", &grant("{}")),
+            Err(PolicyError::Clash(_))
+        ));
+    }
+
+    #[test]
+    fn disabled_plugins_leave_the_policy_and_an_unknown_name_is_an_error() {
+        let policy = Policy::builtin().without(&["raycluster".into()]).unwrap();
+        assert!(policy.entry_named("raycluster").is_none());
+        assert!(policy.entry_named("rayjob").is_some());
+        assert!(Policy::builtin().without(&["nope".into()]).is_err());
     }
 }

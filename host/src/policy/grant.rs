@@ -9,7 +9,7 @@ use std::{
 
 use kuberay_plugin_sdk::{Kind, PluginMetadata, Verb};
 
-use super::file::{ContentRules, Policy, is_sensitive_reconciled_kind, verb_name};
+use super::file::{ContentRules, Entry, Policy, is_sensitive_reconciled_kind, verb_name};
 use crate::sandbox::CallBudget;
 
 /// What a plugin may do. Checked on every host call; anything not granted is refused.
@@ -116,11 +116,7 @@ fn refusal(entry: &str, reason: &'static str, message: String) -> LoadRefusal {
 
 /// The entry of the plugin file `file` (digest `sha256`), or why no plugin in it may run: checked before
 /// the file is compiled, and again by [`grant_for`].
-pub(crate) fn entry_for<'p>(
-    policy: &'p Policy,
-    file: &str,
-    sha256: &str,
-) -> Result<&'p super::file::Entry, LoadRefusal> {
+pub(crate) fn entry_for<'p>(policy: &'p Policy, file: &str, sha256: &str) -> Result<&'p Entry, LoadRefusal> {
     let Some(entry) = policy.entry_for_file(file) else {
         return Err(refusal(
             "unknown",
@@ -140,6 +136,7 @@ pub(crate) fn entry_for<'p>(
 
 /// The grant of the plugin in the file `file` (digest `sha256`) that describes itself as `metadata`, or why
 /// it may not run. Where its entry sets no budget, `defaults` (the operator's) apply.
+#[cfg(test)]
 pub(crate) fn grant_for(
     policy: &Policy,
     file: &str,
@@ -147,7 +144,17 @@ pub(crate) fn grant_for(
     metadata: &PluginMetadata,
     defaults: CallBudget,
 ) -> Result<Grant, LoadRefusal> {
-    let entry = entry_for(policy, file, sha256)?;
+    grant_for_entry(policy, entry_for(policy, file, sha256)?, metadata, defaults)
+}
+
+/// The grant of the plugin of `entry` (one of `policy`'s) that describes itself as `metadata`, or why it
+/// may not run.
+pub(crate) fn grant_for_entry(
+    policy: &Policy,
+    entry: &Entry,
+    metadata: &PluginMetadata,
+    defaults: CallBudget,
+) -> Result<Grant, LoadRefusal> {
     let name = entry.name.as_str();
     if is_sensitive_reconciled_kind(&metadata.reconciles) {
         return Err(refusal(
@@ -228,7 +235,7 @@ pub(crate) fn grant_for(
     Ok(grant)
 }
 
-fn named_kinds(entry: &super::file::Entry) -> Vec<Kind> {
+fn named_kinds(entry: &Entry) -> Vec<Kind> {
     std::iter::once(entry.reconciles.clone())
         .chain(entry.owns.iter().cloned())
         .chain(entry.verbs.keys().cloned())

@@ -11,4 +11,4 @@ pub(crate) mod grant;
 
 pub use file::{Entry, Policy, PolicyError, Profile};
 pub use grant::{Grant, LoadRefusal};
-pub(crate) use grant::{entry_for, grant_for};
+pub(crate) use grant::{entry_for, grant_for_entry};

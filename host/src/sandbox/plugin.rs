@@ -21,7 +21,7 @@ use super::{
 };
 use crate::{
     metrics::Metrics,
-    policy::{Grant, LoadRefusal, Policy, entry_for, grant_for},
+    policy::{Entry, Grant, LoadRefusal, Policy, entry_for, grant_for_entry},
 };
 
 /// Longest plugin version kept (the rest is cut, with a note).
@@ -123,13 +123,32 @@ impl Loader<'_> {
         let wasm = read_component(path, self.policy, &file).await?;
         let digest = sha256_hex(&wasm);
         let entry = entry_for(self.policy, &file, &digest).map_err(LoadError::Refused)?;
+        self.load_bytes(entry, wasm, digest, &path.display().to_string())
+            .await
+    }
+
+    /// Compiles (or loads from the cache) and validates `wasm` (SHA-256 `digest`, from `origin`: a file or
+    /// an artifact, for messages) as the plugin of `entry`, one of the loader's policy.
+    pub(crate) async fn load_bytes(
+        &self,
+        entry: &Entry,
+        wasm: Vec<u8>,
+        digest: String,
+        origin: &str,
+    ) -> Result<LoadedPlugin, LoadError> {
+        if wasm.len() as u64 > MAX_COMPONENT_BYTES {
+            return Err(compile_failure(
+                &entry.name,
+                CompileError::TooLarge(format!("more than {MAX_COMPONENT_BYTES} bytes")),
+            ));
+        }
         let compiled = compile::component(self.engine, self.cache, self.compiler, wasm, &digest).await;
         let (component, source) = compiled.map_err(|e| compile_failure(&entry.name, e))?;
         let pre = self.pre(&component)?;
         let log_rate = Arc::new(LogRate::default());
-        let metadata = self.metadata(&pre, path, &log_rate).await?;
-        let grant = grant_for(self.policy, &file, &digest, &metadata, self.limits.budget)
-            .map_err(LoadError::Refused)?;
+        let metadata = self.metadata(&pre, origin, &log_rate).await?;
+        let grant =
+            grant_for_entry(self.policy, entry, &metadata, self.limits.budget).map_err(LoadError::Refused)?;
         let rates = grant.budget.rates;
         Ok(LoadedPlugin {
             metadata,
@@ -159,7 +178,7 @@ impl Loader<'_> {
     async fn metadata(
         &self,
         pre: &ReconcilePluginPre<CallState>,
-        path: &Path,
+        origin: &str,
         log_rate: &Arc<LogRate>,
     ) -> Result<PluginMetadata, LoadError> {
         let grant = Arc::new(Grant::default());
@@ -168,7 +187,7 @@ impl Loader<'_> {
             primary_kind: Kind::new("", "", ""),
             write_rate: Arc::new(TokenBucket::new(0, 0)),
             grant,
-            object: format!("(metadata of {})", path.display()),
+            object: format!("(metadata of {origin})"),
             host: Arc::new(super::host_api_denied::DeniedHost),
             metrics: self.metrics.clone(),
             log_rate: log_rate.clone(),

@@ -63,6 +63,8 @@ pub struct Sandbox {
     linker: Linker<CallState>,
     cache: Arc<CompileCache>,
     config: SandboxConfig,
+    /// The policy in force: `config.policy`, with the entries of `ReconcilePlugin` resources merged in.
+    policy: RwLock<Arc<Policy>>,
     metrics: Metrics,
     by_kind: RwLock<HashMap<Kind, PluginSlot>>,
     files: Mutex<HashMap<PathBuf, FileState>>,
@@ -103,6 +105,7 @@ impl Sandbox {
             engine,
             linker,
             cache,
+            policy: RwLock::new(config.policy.clone()),
             config,
             metrics,
             by_kind: RwLock::default(),
@@ -115,17 +118,93 @@ impl Sandbox {
     /// Loads one plugin file without registering it.
     pub async fn load_file(&self, path: &Path) -> Result<LoadedPlugin, LoadError> {
         let _running = self.ticker.running();
-        let loader = plugin::Loader {
+        let policy = self.policy();
+        let mut plugin = self.loader(&policy).load(path).await?;
+        self.share_write_rate(&mut plugin);
+        Ok(plugin)
+    }
+
+    /// Compiles and validates `wasm` (from `origin`, for messages) as the plugin of the entry `name` of
+    /// `policy`, a policy that may not be in force yet: nothing serves it until [`Sandbox::serve`].
+    pub(crate) async fn load_artifact(
+        &self,
+        policy: &Policy,
+        name: &str,
+        wasm: Vec<u8>,
+        origin: &str,
+    ) -> Result<LoadedPlugin, LoadError> {
+        let _running = self.ticker.running();
+        let Some(entry) = policy.entry_named(name) else {
+            return Err(LoadError::Refused(LoadRefusal {
+                entry: "unknown".into(),
+                reason: "unknown-plugin",
+                message: format!("the policy has no entry named {name:?}"),
+            }));
+        };
+        let digest = super::compile_cache::sha256_hex(&wasm);
+        let mut plugin = self
+            .loader(policy)
+            .load_bytes(entry, wasm, digest, origin)
+            .await?;
+        self.share_write_rate(&mut plugin);
+        Ok(plugin)
+    }
+
+    /// Puts `policy` in force and `plugin` (loaded under it) in place of whatever served its kind; calls in
+    /// flight finish on the version they started with. True when the kind is served for the first time.
+    pub(crate) fn serve(&self, policy: Arc<Policy>, plugin: LoadedPlugin, origin: &str) -> bool {
+        *self.write_policy() = policy;
+        let mut report = ScanReport::default();
+        self.register(origin, plugin, &mut report);
+        self.metrics.plugins_loaded.set(self.ready_count() as i64);
+        !report.new_kinds.is_empty()
+    }
+
+    /// Drops the entry `name` of a `ReconcilePlugin` resource from the policy in force; `kind`, which it
+    /// served, becomes unavailable for `reason`.
+    pub(crate) fn withdraw(&self, name: &str, kind: Option<&Kind>, reason: String) {
+        let policy = self.policy().without_resource(name);
+        *self.write_policy() = Arc::new(policy);
+        if let Some(kind) = kind {
+            self.unserve(kind, name, reason);
+        }
+    }
+
+    /// Makes `kind`, which the plugin `plugin` served, unavailable for `reason`.
+    pub(crate) fn unserve(&self, kind: &Kind, plugin: &str, reason: String) {
+        tracing::error!(%plugin, %kind, "{reason}; its objects are no longer reconciled");
+        self.write_kinds().insert(
+            kind.clone(),
+            PluginSlot::Unavailable {
+                plugin: plugin.to_string(),
+                reason,
+            },
+        );
+        self.metrics.plugins_loaded.set(self.ready_count() as i64);
+    }
+
+    /// The policy in force.
+    pub(crate) fn policy(&self) -> Arc<Policy> {
+        self.policy
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    fn loader<'a>(&'a self, policy: &'a Policy) -> plugin::Loader<'a> {
+        plugin::Loader {
             engine: &self.engine,
             linker: &self.linker,
             cache: &self.cache,
             compiler: self.config.compiler.as_ref(),
-            policy: &self.config.policy,
+            policy,
             limits: self.config.limits,
             metrics: &self.metrics,
-        };
-        let mut plugin = loader.load(path).await?;
-        // A reload does not refill the entry's bucket (its budget is the policy's, fixed while running).
+        }
+    }
+
+    /// A reload does not refill the entry's bucket (its budget is the policy's, fixed while running).
+    fn share_write_rate(&self, plugin: &mut LoadedPlugin) {
         let mut rates = self
             .write_rates
             .lock()
@@ -134,7 +213,6 @@ impl Sandbox {
             .entry(plugin.grant.entry.clone())
             .or_insert_with(|| plugin.write_rate.clone())
             .clone();
-        Ok(plugin)
     }
 
     /// Loads new and changed `*.wasm` files of `dir` and retires removed ones.
@@ -205,7 +283,7 @@ impl Sandbox {
                             },
                         );
                     }
-                    self.register(&path, plugin, &mut report);
+                    self.register(&path.display().to_string(), plugin, &mut report);
                     self.lock_files().insert(
                         path,
                         FileState {
@@ -266,7 +344,7 @@ impl Sandbox {
         }
     }
 
-    fn register(&self, path: &Path, plugin: LoadedPlugin, report: &mut ScanReport) {
+    fn register(&self, origin: &str, plugin: LoadedPlugin, report: &mut ScanReport) {
         let kind = plugin.metadata.reconciles.clone();
         let name = plugin.grant.entry.clone();
         self.metrics
@@ -277,7 +355,7 @@ impl Sandbox {
             })
             .inc();
         tracing::info!(
-            plugin = %name, version = %plugin.metadata.version, %kind, path = %path.display(),
+            plugin = %name, version = %plugin.metadata.version, %kind, %origin,
             digest = %&plugin.digest[..12], source = plugin.source.as_str(), grant = ?plugin.grant.describe(),
             withheld = ?plugin.grant.withheld, "plugin loaded"
         );
@@ -390,6 +468,12 @@ impl Sandbox {
     fn lock_files(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, FileState>> {
         self.files
             .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn write_policy(&self) -> std::sync::RwLockWriteGuard<'_, Arc<Policy>> {
+        self.policy
+            .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 

@@ -1,0 +1,477 @@
+//! The loop that keeps what serves in step with the `ReconcilePlugin` resources (see the module doc).
+
+use std::{
+    collections::{BTreeSet, HashMap, VecDeque},
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use futures::StreamExt as _;
+use k8s_openapi::{
+    api::core::v1::Secret,
+    apimachinery::pkg::apis::meta::v1::{Condition, Time},
+};
+use kube::{
+    Api, Client, Resource as _, ResourceExt as _,
+    api::{Patch, PatchParams},
+    runtime::{
+        WatchStreamExt as _,
+        events::{Event, EventType, Recorder, Reporter},
+        reflector, watcher,
+    },
+};
+use kuberay_plugin_sdk::Kind;
+use oci_client::{Reference, secrets::RegistryAuth};
+use tokio::sync::watch;
+
+use super::{
+    ResourceOptions,
+    artifact::{self, Registry},
+    credentials,
+    resource::{ReconcilePlugin, ReconcilePluginSpec, ReconcilePluginStatus, short},
+};
+use crate::{
+    metrics::Metrics,
+    policy::{PolicyError, file::parse_kind},
+    sandbox::{LoadError, Sandbox},
+    server::Readiness,
+};
+
+/// Pulled components kept in memory by manifest digest, so that a rollback needs no pull.
+const BLOBS_KEPT: usize = 8;
+/// How often the loop looks again without a change (retries, a leadership change).
+const TICK: Duration = Duration::from_secs(2);
+const FIRST_RETRY: Duration = Duration::from_secs(5);
+const LAST_RETRY: Duration = Duration::from_secs(300);
+
+/// What the loop needs from the operator.
+pub(crate) struct Context {
+    pub(crate) client: Client,
+    pub(crate) sandbox: Arc<Sandbox>,
+    pub(crate) kinds: watch::Sender<BTreeSet<Kind>>,
+    pub(crate) readiness: Arc<Readiness>,
+    pub(crate) metrics: Metrics,
+    pub(crate) instance: Option<String>,
+    pub(crate) options: ResourceOptions,
+}
+
+/// Why a version does not serve.
+#[derive(Debug, Clone, PartialEq)]
+struct Failure {
+    /// UpperCamelCase, for conditions and Events.
+    reason: &'static str,
+    message: String,
+    /// Worth trying again without a change of the spec.
+    transient: bool,
+}
+
+impl Failure {
+    fn new(reason: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            reason,
+            message: message.into(),
+            transient: false,
+        }
+    }
+
+    fn transient(mut self) -> Self {
+        self.transient = true;
+        self
+    }
+}
+
+/// A version serving.
+#[derive(Debug, Clone, PartialEq)]
+struct Serving {
+    digest: String,
+    kind: Kind,
+    version: String,
+}
+
+/// What this replica knows of one resource.
+#[derive(Debug, Default)]
+struct Tracked {
+    serving: Option<Serving>,
+    previous: Option<String>,
+    /// The spec last tried (without `paused`), as JSON.
+    attempted: Option<String>,
+    failure: Option<Failure>,
+    retry: Option<(Instant, Duration)>,
+    generation: Option<i64>,
+}
+
+/// Runs until the operator stops: watches the resources and serves what they name.
+pub(crate) async fn run(ctx: Context) {
+    let registry = match Registry::new(&ctx.options.registry) {
+        Ok(registry) => registry,
+        Err(e) => {
+            tracing::error!(error = %e, "ReconcilePlugin resources are not served: the registry client could not be set up");
+            return std::future::pending().await;
+        }
+    };
+    let api: Api<ReconcilePlugin> = Api::all(ctx.client.clone());
+    let (reader, writer) = reflector::store();
+    let mut config = watcher::Config::default();
+    if let Some(selector) = &ctx.options.selector {
+        config = config.labels(selector);
+    }
+    let stream = reflector(writer, watcher(api.clone(), config).default_backoff());
+    let mut stream = std::pin::pin!(stream);
+    let mut loop_state = Loop {
+        ctx: &ctx,
+        registry,
+        api,
+        recorder: Recorder::new(
+            ctx.client.clone(),
+            Reporter {
+                controller: "kuberay-wasm-plugins".into(),
+                instance: ctx.instance.clone(),
+            },
+        ),
+        tracked: HashMap::new(),
+        blobs: VecDeque::new(),
+    };
+    let mut tick = tokio::time::interval(TICK);
+    let mut listed = false;
+    loop {
+        tokio::select! {
+            event = stream.next() => match event {
+                Some(Ok(watcher::Event::InitDone)) => listed = true,
+                Some(Ok(_)) => {}
+                Some(Err(e)) => tracing::warn!(error = %e, "watching ReconcilePlugin resources (is the CRD installed and the operator allowed to list them?)"),
+                None => return,
+            },
+            _ = tick.tick() => {}
+        }
+        if listed {
+            let resources: Vec<Arc<ReconcilePlugin>> = reader.state();
+            loop_state.sync(&resources).await;
+        }
+    }
+}
+
+struct Loop<'a> {
+    ctx: &'a Context,
+    registry: Registry,
+    api: Api<ReconcilePlugin>,
+    recorder: Recorder,
+    tracked: HashMap<String, Tracked>,
+    blobs: VecDeque<(String, Arc<Vec<u8>>)>,
+}
+
+impl Loop<'_> {
+    async fn sync(&mut self, resources: &[Arc<ReconcilePlugin>]) {
+        let present: BTreeSet<String> = resources.iter().map(|r| r.name_any()).collect();
+        let gone: Vec<String> = self
+            .tracked
+            .keys()
+            .filter(|name| !present.contains(*name))
+            .cloned()
+            .collect();
+        for name in gone {
+            let kind = self.tracked.remove(&name).and_then(|t| t.serving).map(|s| s.kind);
+            let reason = format!("the ReconcilePlugin {name} was deleted");
+            self.ctx.sandbox.withdraw(&name, kind.as_ref(), reason);
+        }
+        for resource in resources {
+            self.sync_one(resource).await;
+        }
+    }
+
+    async fn sync_one(&mut self, resource: &ReconcilePlugin) {
+        let name = resource.name_any();
+        let spec = &resource.spec;
+        let key = desired_key(spec);
+        let now = Instant::now();
+        let tracked = self.tracked.entry(name.clone()).or_default();
+        let due = tracked.attempted.as_deref() != Some(key.as_str())
+            || tracked.retry.is_some_and(|(at, _)| at <= now);
+        let leading = self.ctx.readiness.leading();
+        if due && !spec.paused {
+            let attempt = tracked.retry.map(|(_, wait)| wait);
+            let outcome = self.roll_out(&name, spec).await;
+            let tracked = self.tracked.entry(name.clone()).or_default();
+            tracked.attempted = Some(key);
+            tracked.generation = resource.metadata.generation;
+            let event = match outcome {
+                Ok(serving) => {
+                    let rolled_back = tracked.previous.as_deref() == Some(serving.digest.as_str());
+                    if tracked
+                        .serving
+                        .as_ref()
+                        .is_some_and(|s| s.digest != serving.digest)
+                    {
+                        tracked.previous = tracked.serving.as_ref().map(|s| s.digest.clone());
+                    }
+                    let note = format!("serving {} (plugin version {})", serving.digest, serving.version);
+                    tracked.serving = Some(serving);
+                    tracked.failure = None;
+                    tracked.retry = None;
+                    let reason = if rolled_back {
+                        "PluginRolledBack"
+                    } else {
+                        "PluginLoaded"
+                    };
+                    (EventType::Normal, reason, note)
+                }
+                Err(failure) => {
+                    tracing::error!(
+                        reconcileplugin = %name, reason = failure.reason, serving = ?tracked.serving.as_ref().map(|s| &s.digest),
+                        "plugin version refused; the serving version (if any) stays: {}", failure.message
+                    );
+                    self.ctx.metrics.plugin_refused(&name, failure.reason);
+                    tracked.retry = failure.transient.then(|| {
+                        let wait = attempt.map_or(FIRST_RETRY, |w| (w * 2).min(LAST_RETRY));
+                        (now + wait, wait)
+                    });
+                    let event = (EventType::Warning, failure.reason, failure.message.clone());
+                    tracked.failure = Some(failure);
+                    event
+                }
+            };
+            if leading {
+                self.event(resource, event).await;
+            }
+        }
+        if leading {
+            self.write_status(resource).await;
+        }
+    }
+
+    /// Pulls, verifies, loads and serves the version `spec` names.
+    async fn roll_out(&mut self, name: &str, spec: &ReconcilePluginSpec) -> Result<Serving, Failure> {
+        let reference = artifact::parse_reference(&spec.artifact, self.ctx.options.allow_tags)
+            .map_err(|e| Failure::new(e.reason(), e.to_string()))?;
+        if spec.verification.is_some() {
+            return Err(Failure::new(
+                "SignatureUnsupported",
+                "signature verification is not available in this version of the operator",
+            ));
+        }
+        parse_kind(&spec.reconciles)
+            .map_err(|e| Failure::new("InvalidGrant", format!("spec.reconciles: {e}")))?;
+        let policy = self
+            .ctx
+            .sandbox
+            .policy()
+            .with_resource(name, &spec.reconciles, &spec.grant)
+            .map_err(|e| match e {
+                PolicyError::Clash(m) => Failure::new("PluginClash", m),
+                other => Failure::new("InvalidGrant", other.to_string()),
+            })?;
+        let (digest, wasm) = self.component(&reference, spec).await?;
+        let plugin = self
+            .ctx
+            .sandbox
+            .load_artifact(&policy, name, wasm.to_vec(), &spec.artifact)
+            .await
+            .map_err(|e| load_failure(&e))?;
+        let serving = Serving {
+            digest,
+            kind: plugin.metadata.reconciles.clone(),
+            version: plugin.metadata.version.clone(),
+        };
+        let replaced = self
+            .tracked
+            .get(name)
+            .and_then(|t| t.serving.as_ref())
+            .map(|s| s.kind.clone());
+        if self.ctx.sandbox.serve(Arc::new(policy), plugin, &spec.artifact) {
+            let kind = serving.kind.clone();
+            self.ctx.kinds.send_modify(|kinds| {
+                kinds.insert(kind);
+            });
+        }
+        if let Some(old) = replaced.filter(|old| *old != serving.kind) {
+            let reason = format!("the ReconcilePlugin {name} now reconciles {}", serving.kind);
+            self.ctx.sandbox.unserve(&old, name, reason);
+        }
+        Ok(serving)
+    }
+
+    /// The component `reference` names, from memory or the registry.
+    async fn component(
+        &mut self,
+        reference: &Reference,
+        spec: &ReconcilePluginSpec,
+    ) -> Result<(String, Arc<Vec<u8>>), Failure> {
+        if let Some(digest) = reference.digest()
+            && let Some((_, wasm)) = self.blobs.iter().find(|(d, _)| d == digest)
+        {
+            return Ok((digest.to_string(), wasm.clone()));
+        }
+        let auth = self.credentials(reference, spec).await?;
+        let pulled = self.registry.pull(reference, &auth).await.map_err(|e| {
+            let transient = matches!(
+                e,
+                artifact::ArtifactError::Unreachable(_)
+                    | artifact::ArtifactError::NotFound(_)
+                    | artifact::ArtifactError::Unauthorized(_)
+            );
+            let failure = Failure::new(e.reason(), e.to_string());
+            if transient { failure.transient() } else { failure }
+        })?;
+        let wasm = Arc::new(pulled.wasm);
+        if self.blobs.len() == BLOBS_KEPT {
+            self.blobs.pop_front();
+        }
+        self.blobs
+            .push_back((pulled.manifest_digest.clone(), wasm.clone()));
+        Ok((pulled.manifest_digest, wasm))
+    }
+
+    async fn credentials(
+        &self,
+        reference: &Reference,
+        spec: &ReconcilePluginSpec,
+    ) -> Result<RegistryAuth, Failure> {
+        let Some(secret) = &spec.pull_secret else {
+            return Ok(RegistryAuth::Anonymous);
+        };
+        let unavailable = |m: String| Failure::new("PullSecretUnavailable", m).transient();
+        let Some(namespace) = &self.ctx.options.namespace else {
+            return Err(Failure::new(
+                "PullSecretUnavailable",
+                format!(
+                    "spec.pullSecret {secret} cannot be read: the operator's namespace is unknown (set POD_NAMESPACE or --operator-namespace)"
+                ),
+            ));
+        };
+        let api: Api<Secret> = Api::namespaced(self.ctx.client.clone(), namespace);
+        let found = api
+            .get_opt(secret)
+            .await
+            .map_err(|e| unavailable(format!("reading the Secret {namespace}/{secret}: {e}")))?
+            .ok_or_else(|| unavailable(format!("the Secret {namespace}/{secret} does not exist")))?;
+        let json = found
+            .data
+            .as_ref()
+            .and_then(|d| d.get(".dockerconfigjson"))
+            .map(|b| b.0.as_slice())
+            .unwrap_or_default();
+        if json.is_empty() {
+            return Err(unavailable(
+                credentials::CredentialsError::Missing(format!("{namespace}/{secret}")).to_string(),
+            ));
+        }
+        credentials::from_docker_config(
+            &format!("{namespace}/{secret}"),
+            json,
+            reference.resolve_registry(),
+        )
+        .map_err(|e| unavailable(e.to_string()))
+    }
+
+    async fn event(&self, resource: &ReconcilePlugin, (type_, reason, note): (EventType, &str, String)) {
+        let event = Event {
+            type_,
+            reason: reason.into(),
+            note: Some(note),
+            action: "Load".into(),
+            secondary: None,
+        };
+        if let Err(e) = self.recorder.publish(&event, &resource.object_ref(&())).await {
+            tracing::warn!(reconcileplugin = %resource.name_any(), error = %e, "could not record an event");
+        }
+    }
+
+    /// Writes the status this replica sees, if it differs from the one recorded.
+    async fn write_status(&self, resource: &ReconcilePlugin) {
+        let name = resource.name_any();
+        let Some(tracked) = self.tracked.get(&name) else {
+            return;
+        };
+        let current = resource.status.clone().unwrap_or_default();
+        let status = status(tracked, resource, &current);
+        if status == current {
+            return;
+        }
+        let patch = serde_json::json!({ "status": status });
+        let result = self
+            .api
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await;
+        if let Err(e) = result {
+            tracing::warn!(reconcileplugin = %name, error = %e, "could not write the status");
+        }
+    }
+}
+
+/// The spec that decides what serves: everything but `paused`.
+fn desired_key(spec: &ReconcilePluginSpec) -> String {
+    let mut spec = spec.clone();
+    spec.paused = false;
+    serde_json::to_string(&spec).unwrap_or_default()
+}
+
+fn load_failure(error: &LoadError) -> Failure {
+    let reason = match error {
+        LoadError::Read { .. } | LoadError::Component(_) => "NotAComponent",
+        LoadError::World(_) => "WrongWorld",
+        LoadError::Metadata(_) | LoadError::InvalidMetadata(_) => "InvalidMetadata",
+        LoadError::Refused(_) => "GrantRefused",
+        LoadError::Limit(_) => "CompileLimit",
+    };
+    Failure::new(reason, error.to_string())
+}
+
+/// The status of `resource` as `tracked` says, keeping transition times of conditions that did not change.
+fn status(
+    tracked: &Tracked,
+    resource: &ReconcilePlugin,
+    current: &ReconcilePluginStatus,
+) -> ReconcilePluginStatus {
+    let paused_behind =
+        resource.spec.paused && tracked.attempted.as_deref() != Some(desired_key(&resource.spec).as_str());
+    let ready = match (&tracked.serving, &tracked.failure) {
+        (Some(s), _) => (
+            "True",
+            "Serving",
+            format!("serving {} (plugin version {})", s.digest, s.version),
+        ),
+        (None, Some(f)) => ("False", f.reason, f.message.clone()),
+        (None, None) if resource.spec.paused => {
+            ("False", "Paused", "paused before any version served".into())
+        }
+        (None, None) => ("False", "Pending", "not loaded yet".into()),
+    };
+    let degraded = match &tracked.failure {
+        Some(f) => ("True", f.reason, f.message.clone()),
+        None if paused_behind => (
+            "True",
+            "Paused",
+            "changes of the spec are not rolled out while paused".into(),
+        ),
+        None => ("False", "AsRequested", "the version asked for serves".into()),
+    };
+    let generation = resource.metadata.generation;
+    let condition = |type_: &str, (status, reason, message): (&str, &str, String)| {
+        let previous = current.conditions.iter().find(|c| c.type_ == type_);
+        let since = previous
+            .filter(|c| c.status == status)
+            .map(|c| c.last_transition_time.clone())
+            .unwrap_or_else(|| Time(k8s_openapi::jiff::Timestamp::now()));
+        Condition {
+            type_: type_.into(),
+            status: status.into(),
+            reason: reason.into(),
+            message,
+            last_transition_time: since,
+            observed_generation: generation,
+        }
+    };
+    let serving = tracked.serving.as_ref();
+    ReconcilePluginStatus {
+        conditions: vec![condition("Ready", ready), condition("Degraded", degraded)],
+        digest: serving.map(|s| s.digest.clone()),
+        short_digest: serving.map(|s| short(&s.digest)),
+        previous_digest: tracked.previous.clone(),
+        version: serving.map(|s| s.version.clone()),
+        last_error: tracked.failure.as_ref().map(|f| f.message.clone()),
+        observed_generation: if paused_behind {
+            current.observed_generation
+        } else {
+            tracked.generation.or(generation)
+        },
+    }
+}
