@@ -38,6 +38,7 @@ mod rayservice_cases;
 mod rayservice_incremental;
 mod rayservice_real;
 mod rbac;
+mod reconcileplugin;
 mod reload;
 mod steady_state;
 mod support;

@@ -147,6 +147,8 @@ pub struct OperatorOptions {
     /// binary built with these tests).
     pub compile_timeout: Duration,
     pub compile_memory_mib: u64,
+    /// Serve `ReconcilePlugin` resources (`--plugin-resources`) with these options.
+    pub resources: Option<kuberay_wasm::reconcileplugin::ResourceOptions>,
 }
 
 /// The chaos plugin's entry in the tests' default policy: what it needs for its behaviours, no Secrets.
@@ -199,6 +201,7 @@ impl Default for OperatorOptions {
             // bound here is for the tests that set one.
             compile_timeout: Duration::from_secs(600),
             compile_memory_mib: kuberay_wasm::DEFAULT_COMPILE_MEMORY_MIB,
+            resources: None,
         }
     }
 }
@@ -303,6 +306,7 @@ pub async fn start_operator_watching(
     if let Some(election) = options.leader_election {
         config = config.with_leader_election(election);
     }
+    config.resources = options.resources;
     if let Some(concurrency) = options.concurrency {
         config = config.with_concurrency(concurrency);
     }

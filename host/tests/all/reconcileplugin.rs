@@ -1,0 +1,249 @@
+//! Plugins named by a `ReconcilePlugin` resource, pulled from the test environment's registry (TLS, a user
+//! and password from a `dockerconfigjson` Secret): a version serves, a new one replaces it while the
+//! clusters created before and after are both reconciled, a broken one and every bad input are refused with
+//! the serving version untouched, pointing back is a rollback, and a deleted resource stops its kind.
+//!
+//! The resource is cluster-scoped and named after the plugin, so one test owns the name `raycluster`.
+
+use std::{path::Path, time::Duration};
+
+use k8s_openapi::{ByteString, api::core::v1::Secret};
+use kube::{
+    Api, Client,
+    api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams},
+};
+use kuberay_testenv::crds;
+use kuberay_wasm::{
+    policy::Policy,
+    reconcileplugin::{
+        ResourceOptions,
+        artifact::{Registry, RegistryOptions},
+        resource::ReconcilePlugin,
+    },
+};
+use oci_client::secrets::RegistryAuth;
+use serde_json::{Value, json};
+
+use crate::support::{
+    OperatorOptions, apply, env, eventually, log_line, namespace, pods, rayclusters, start_operator,
+};
+
+const TIMEOUT: Duration = Duration::from_secs(180);
+
+/// A component with a different digest and the same behaviour: `wasm` with a custom section appended.
+fn variant(wasm: &[u8], tag: &str) -> Vec<u8> {
+    let name = "kuberay-wasm-test";
+    let payload_len = 1 + name.len() + tag.len();
+    let mut out = wasm.to_vec();
+    out.push(0); // custom section
+    out.push(u8::try_from(payload_len).unwrap());
+    out.push(u8::try_from(name.len()).unwrap());
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(tag.as_bytes());
+    out
+}
+
+async fn status(api: &Api<ReconcilePlugin>, name: &str) -> Value {
+    let object = api.get(name).await.unwrap();
+    serde_json::to_value(object.status).unwrap_or_default()
+}
+
+fn condition<'a>(status: &'a Value, type_: &str) -> Option<&'a Value> {
+    status["conditions"].as_array()?.iter().find(|c| c["type"] == type_)
+}
+
+/// Waits until the resource's status satisfies `check`, and returns it.
+async fn until(api: &Api<ReconcilePlugin>, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+    eventually(what, TIMEOUT, || async {
+        let status = status(api, "raycluster").await;
+        check(&status).then_some(status)
+    })
+    .await
+}
+
+async fn set_artifact(api: &Api<ReconcilePlugin>, spec: Value) {
+    api.patch("raycluster", &PatchParams::default(), &Patch::Merge(&json!({ "spec": spec })))
+        .await
+        .unwrap();
+}
+
+async fn head_pod(client: &Client, ns: &kuberay_testenv::TestNamespace, cluster: &str) {
+    eventually(&format!("the head Pod of {cluster}"), TIMEOUT, || async {
+        let found = pods(client, ns, &format!("ray.io/cluster={cluster},ray.io/node-type=head")).await;
+        (!found.is_empty()).then_some(())
+    })
+    .await;
+}
+
+fn raycluster(name: &str) -> Value {
+    json!({
+        "apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": name},
+        "spec": {"headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [
+            {"name": "ray-head", "image": "rayproject/ray:2.52.0"}]}}}},
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resource_rolls_a_plugin_out_back_and_refuses_bad_versions_while_the_old_one_serves() {
+    let env = env().await;
+    let client = env.client().await.unwrap();
+    crds::install(&client, &Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/crds"))
+        .await
+        .unwrap();
+    let ns = namespace(env, "rplugin").await;
+    let registry = env.registry().expect("the test environment's registry");
+
+    // v1, v2 (same plugin, another digest) and a broken version, pushed with the library's client.
+    let ca = std::fs::read(registry.ca_path()).unwrap();
+    let client_options = RegistryOptions {
+        extra_roots: vec![ca.clone()],
+        timeout: Duration::from_secs(30),
+    };
+    let oci = Registry::new(&client_options).unwrap();
+    let auth = RegistryAuth::Basic(registry.username.clone(), registry.password.clone());
+    let repository = format!("{}/{}/raycluster", registry.host_port, ns.name());
+    let wasm = std::fs::read(kuberay_plugin_artifacts::RAYCLUSTER).unwrap();
+    let mut pushed = Vec::new();
+    for (tag, bytes) in [
+        ("v1", wasm.clone()),
+        ("v2", variant(&wasm, "v2")),
+        ("broken", b"\0asm not a component".to_vec()),
+    ] {
+        let reference = format!("{repository}:{tag}").parse().unwrap();
+        let digest = oci.push(&reference, &auth, bytes).await.unwrap();
+        pushed.push(format!("{repository}@{digest}"));
+    }
+    let [v1, v2, broken] = <[String; 3]>::try_from(pushed).unwrap();
+
+    // The pull Secret, in the namespace the operator takes for its own.
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), ns.name());
+    let docker_config = registry.docker_config_json(&registry.host_port);
+    let secret = Secret {
+        metadata: ObjectMeta {
+            name: Some("regcred".into()),
+            ..Default::default()
+        },
+        type_: Some("kubernetes.io/dockerconfigjson".into()),
+        data: Some([(".dockerconfigjson".to_string(), ByteString(docker_config.into_bytes()))].into()),
+        ..Default::default()
+    };
+    secrets.create(&PostParams::default(), &secret).await.unwrap();
+
+    // The operator serves RayClusters only through the resource: the file's raycluster entry is disabled.
+    let selector = format!("kuberay-wasm-test={}", ns.name());
+    let operator = start_operator(
+        env,
+        &ns,
+        OperatorOptions {
+            plugins: vec![],
+            policy: Some(Policy::builtin().without(&["raycluster".into()]).unwrap()),
+            resources: Some(ResourceOptions {
+                namespace: Some(ns.name().to_string()),
+                selector: Some(selector.clone()),
+                allow_tags: false,
+                registry: client_options.clone(),
+            }),
+            ..OperatorOptions::default()
+        },
+    )
+    .await;
+
+    let api: Api<ReconcilePlugin> = Api::all(client.clone());
+    let _ = api.delete("raycluster", &DeleteParams::default()).await;
+    let resource: ReconcilePlugin = serde_json::from_value(json!({
+        "apiVersion": "plugins.kuberay-wasm.io/v1alpha1", "kind": "ReconcilePlugin",
+        "metadata": {"name": "raycluster", "labels": {"kuberay-wasm-test": ns.name()}},
+        "spec": {
+            "artifact": v1, "reconciles": "ray.io/v1/RayCluster", "pullSecret": "regcred",
+            "grant": {
+                "owns": ["v1/Pod", "v1/Service", "v1/ServiceAccount", "rbac.authorization.k8s.io/v1/Role",
+                         "rbac.authorization.k8s.io/v1/RoleBinding", "networking.k8s.io/v1/Ingress", "batch/v1/Job", "v1/Secret"],
+                "verbs": {
+                    "ray.io/v1/RayCluster": ["apply-status", "finalize", "record-event"],
+                    "v1/Pod": ["get", "list", "create", "delete"],
+                    "v1/Service": ["get", "list", "apply"],
+                    "v1/ServiceAccount": ["get", "apply"],
+                },
+                "finalizer": "ray.io/gcs-ft-redis-cleanup-finalizer",
+            },
+        },
+    }))
+    .unwrap();
+    api.create(&PostParams::default(), &resource).await.unwrap();
+    let digest_of = |r: &str| r.rsplit_once('@').unwrap().1.to_string();
+    let (d1, d2) = (digest_of(&v1), digest_of(&v2));
+    let first = until(&api, "v1 to serve", |s| s["digest"] == d1.as_str()).await;
+    assert_eq!(condition(&first, "Ready").unwrap()["status"], "True", "{first}");
+    assert_eq!(condition(&first, "Degraded").unwrap()["status"], "False", "{first}");
+    assert_eq!(first["shortDigest"], d1.trim_start_matches("sha256:")[..12]);
+
+    let clusters = rayclusters(&client, &ns);
+    apply(&clusters, &raycluster("before")).await;
+    head_pod(&client, &ns, "before").await;
+
+    // A new version serves; the cluster created before it and one created after are both reconciled.
+    set_artifact(&api, json!({"artifact": v2})).await;
+    let second = until(&api, "v2 to serve", |s| s["digest"] == d2.as_str()).await;
+    assert_eq!(second["previousDigest"], d1.as_str(), "{second}");
+    apply(&clusters, &raycluster("after")).await;
+    head_pod(&client, &ns, "after").await;
+    assert_eq!(
+        operator.metric("kuberay_wasm_reconcile_errors_total", &["RayCluster"]),
+        0.0,
+        "no reconcile failed during the swap"
+    );
+
+    // Bad versions are refused and v2 keeps serving.
+    for (spec, reason) in [
+        (json!({"artifact": broken}), "NotAComponent"),
+        (json!({"artifact": format!("{repository}:v1")}), "InvalidArtifact"),
+        (json!({"artifact": format!("{repository}@sha256:{}", "0".repeat(64))}), "ArtifactNotFound"),
+        (json!({"artifact": v1, "pullSecret": "missing"}), "PullSecretUnavailable"),
+        (json!({"artifact": v1, "pullSecret": "regcred", "reconciles": "ray.io/v1/RayJob"}), "PluginClash"),
+        (json!({"reconciles": "ray.io/v1/RayCluster", "grant": {"verbs": {"v1/Pod": ["steal"]}}}), "InvalidGrant"),
+    ] {
+        set_artifact(&api, spec.clone()).await;
+        let refused = until(&api, &format!("{reason} for {spec}"), |s| {
+            condition(s, "Degraded").is_some_and(|c| c["reason"] == reason)
+        })
+        .await;
+        assert_eq!(refused["digest"], d2.as_str(), "{reason}: v2 keeps serving: {refused}");
+        assert_eq!(condition(&refused, "Ready").unwrap()["status"], "True", "{refused}");
+        assert!(refused["lastError"].as_str().is_some_and(|e| !e.is_empty()), "{refused}");
+    }
+    // Back to a good spec (the grant restored), pointing at v1: a rollback.
+    let mut good = serde_json::to_value(&resource.spec).unwrap();
+    good["artifact"] = json!(v1);
+    api.patch("raycluster", &PatchParams::default(), &Patch::Merge(&json!({"spec": {"grant": null}})))
+        .await
+        .unwrap();
+    set_artifact(&api, good).await;
+    let back = until(&api, "the rollback to v1", |s| {
+        s["digest"] == d1.as_str() && condition(s, "Degraded").is_some_and(|c| c["status"] == "False")
+    })
+    .await;
+    assert_eq!(back["previousDigest"], d2.as_str(), "{back}");
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::all(client.clone());
+    eventually("a PluginRolledBack event", TIMEOUT, || async {
+        let list = events.list(&Default::default()).await.ok()?;
+        list.items
+            .iter()
+            .any(|e| e.reason.as_deref() == Some("PluginRolledBack") && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("raycluster"))
+            .then_some(())
+    })
+    .await;
+
+    // Deleted: the kind is no longer reconciled, and says so.
+    api.delete("raycluster", &DeleteParams::default()).await.unwrap();
+    eventually("the withdrawal to be logged", TIMEOUT, || async {
+        log_line(&["the ReconcilePlugin raycluster was deleted"]).map(|_| ())
+    })
+    .await;
+    apply(&clusters, &raycluster("orphan")).await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(
+        pods(&client, &ns, "ray.io/cluster=orphan").await.is_empty(),
+        "a RayCluster is not reconciled once its plugin's resource is gone"
+    );
+    operator.stop().await;
+}
