@@ -21,6 +21,7 @@ use crate::{
     info::{EnvInfo, is_supervisor_alive},
     kubelet::HeadMode,
     paths::Layout,
+    registry::Registry,
 };
 
 /// Label on every namespace a test creates.
@@ -131,6 +132,22 @@ impl TestEnv {
 
     pub fn layout(&self) -> &Layout {
         &self.layout
+    }
+
+    /// The environment's OCI registry: where it is, the CA to trust and the credentials (see
+    /// [`crate::registry`]). An error naming `make registry` when the environment has none.
+    pub fn registry(&self) -> Result<&Registry> {
+        self.info.registry.as_ref().ok_or_else(|| {
+            Error::Registry(if self.attached {
+                "the running `make cluster` has no registry: run `make cluster-down`, then `make cluster` (which \
+                 builds it)"
+                    .into()
+            } else {
+                "this test environment has no registry: .local/bin/registry is missing; run `make registry` (or \
+                 `make tools`)"
+                    .into()
+            })
+        })
     }
 
     /// Whether this is the long-running `make cluster` environment rather than a private one.

@@ -29,6 +29,8 @@ pub enum Error {
     ProcessExited(String, PathBuf),
     #[error("pod network: {0}")]
     Network(String),
+    #[error("OCI registry: {0}")]
+    Registry(String),
     #[error("invalid test environment description {path}: {detail}")]
     BadEnvFile { path: PathBuf, detail: String },
     #[error("{0}")]

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::{
     controlplane::Identities,
     error::{Error, Result},
+    registry::Registry,
 };
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -30,7 +31,7 @@ pub struct EnvInfo {
     pub bridge: String,
     pub state_dir: PathBuf,
     pub supervisor_pid: u32,
-    /// Control-plane processes (etcd, kube-apiserver, kube-controller-manager).
+    /// Control-plane processes (etcd, kube-apiserver, kube-controller-manager) and the OCI registry.
     pub component_pids: Vec<u32>,
     /// A network namespace with no route to Pods, for running an operator that must not reach them, and the
     /// admin kubeconfig that works from inside it.
@@ -39,6 +40,10 @@ pub struct EnvInfo {
     /// The API server's audit log, when the environment was started with `KUBERAY_TESTENV_AUDIT_GROUPS`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub audit_log: Option<PathBuf>,
+    /// The OCI registry (`make registry`): its addresses, CA and credentials. `None` when its binary was not
+    /// built, or for an environment started before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registry: Option<Registry>,
 }
 
 impl EnvInfo {

@@ -28,6 +28,7 @@ pub mod kuberay_samples;
 pub mod network;
 pub mod paths;
 pub mod proxy_http;
+pub mod registry;
 pub mod stale;
 pub mod supervisor;
 pub mod workloads;

@@ -24,6 +24,7 @@ use crate::{
     kubelet::{HeadMode, KubeletConfig, SimKubelet},
     network::{OperatorLink, PodNetwork, api_forward},
     paths::Layout,
+    registry::RegistryServer,
     stale,
 };
 
@@ -80,6 +81,7 @@ pub async fn run(config: SupervisorConfig) -> Result<()> {
 struct RunningEnv {
     info: EnvInfo,
     plane: ControlPlane,
+    registry: Option<RegistryServer>,
     network: Arc<PodNetwork>,
     operator_link: OperatorLink,
     api_forwarder: tokio::task::JoinHandle<()>,
@@ -91,15 +93,35 @@ async fn start(config: &SupervisorConfig, instance: &str, dir: &Path) -> Result<
     // reach the `kubernetes` Service.
     let network = PodNetwork::create(instance).await?;
     let sans = [network.host_ip().to_string()];
-    let plane = match ControlPlane::start(&config.layout, dir, NODE_NAME, &sans, config.startup_timeout).await
-    {
-        Ok(plane) => plane,
+    // The registry starts alongside the control plane (it needs about a second and nothing of it).
+    let (plane, registry) = tokio::join!(
+        ControlPlane::start(&config.layout, dir, NODE_NAME, &sans, config.startup_timeout),
+        start_registry(config, dir, network.host_ip()),
+    );
+    // On a failure below, dropping the registry kills its process and stops its relay.
+    let registry = match registry {
+        Ok(registry) => registry,
         Err(e) => {
+            if let Ok(plane) = plane {
+                plane.stop().await;
+            }
             network.destroy().await;
             return Err(e);
         }
     };
-    let pids: Vec<String> = plane.pids().iter().map(u32::to_string).collect();
+    let plane = match plane {
+        Ok(plane) => plane,
+        Err(e) => {
+            if let Some(registry) = registry {
+                registry.stop().await;
+            }
+            network.destroy().await;
+            return Err(e);
+        }
+    };
+    let mut component_pids = plane.pids();
+    component_pids.extend(registry.as_ref().and_then(RegistryServer::pid));
+    let pids: Vec<String> = component_pids.iter().map(u32::to_string).collect();
     std::fs::write(dir.join(stale::COMPONENT_PIDS_FILE), pids.join("\n"))
         .map_err(Error::io("writing the component pid file"))?;
     let api_server: SocketAddr = plane
@@ -178,14 +200,16 @@ async fn start(config: &SupervisorConfig, instance: &str, dir: &Path) -> Result<
         bridge: network.bridge().to_string(),
         state_dir: dir.to_path_buf(),
         supervisor_pid: std::process::id(),
-        component_pids: plane.pids(),
+        component_pids,
         operator_netns: operator_link.netns.clone(),
         operator_kubeconfig,
         audit_log: plane.audit_log().map(Path::to_path_buf),
+        registry: registry.as_ref().map(|r| r.registry().clone()),
     };
     Ok(RunningEnv {
         info,
         plane,
+        registry,
         network,
         operator_link,
         api_forwarder,
@@ -209,7 +233,11 @@ impl RunningEnv {
             tokio::select! {
                 () = shutdown.wait() => return Ok(()),
                 () = tokio::time::sleep(Duration::from_secs(2)) => {
-                    if let Err(e) = self.plane.check_running() {
+                    let running = self.plane.check_running().and_then(|()| match self.registry.as_mut() {
+                        Some(registry) => registry.check_running(),
+                        None => Ok(()),
+                    });
+                    if let Err(e) = running {
                         tracing::error!(error = %e, "a control-plane component died; shutting down");
                         return Err(e);
                     }
@@ -223,7 +251,27 @@ impl RunningEnv {
         self.api_forwarder.abort();
         self.operator_link.destroy().await;
         self.network.destroy().await;
+        if let Some(registry) = self.registry {
+            registry.stop().await;
+        }
         self.plane.stop().await;
+    }
+}
+
+/// The OCI registry, or none (with a warning) when `make registry` has not built it: the environment works
+/// without it, and [`crate::TestEnv::registry`] tells the tests that need it what to run.
+async fn start_registry(
+    config: &SupervisorConfig,
+    dir: &Path,
+    pod_host: std::net::Ipv4Addr,
+) -> Result<Option<RegistryServer>> {
+    match RegistryServer::start(&config.layout, dir, Some(pod_host), config.startup_timeout).await {
+        Ok(registry) => Ok(Some(registry)),
+        Err(Error::MissingBinary { path }) => {
+            tracing::warn!(binary = %path.display(), "no OCI registry in this environment; run `make registry`");
+            Ok(None)
+        }
+        Err(e) => Err(e),
     }
 }
 

@@ -265,6 +265,19 @@ fn status(layout: &Layout) -> anyhow::Result<()> {
         "  node:         {} (pod subnet {})",
         info.node_name, info.pod_subnet
     );
+    if let Some(registry) = &info.registry {
+        println!(
+            "  registry:     https://{} (Pods: {}), user {}",
+            registry.host_port,
+            registry.pod_host_port.as_deref().unwrap_or("-"),
+            registry.username
+        );
+        println!(
+            "                CA {}, credentials {}",
+            registry.ca_path.display(),
+            registry.docker_config_path.display()
+        );
+    }
     println!("  logs:         {}/logs", info.state_dir.display());
     println!(
         "  try:          export KUBECONFIG={}",

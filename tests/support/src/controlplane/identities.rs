@@ -117,7 +117,8 @@ pub fn write_kubeconfig_via(
     write(path, &yaml, 0o600)
 }
 
-fn random_token() -> Result<String> {
+/// 32 random hex digits (128 bits from `/dev/urandom`).
+pub(crate) fn random_token() -> Result<String> {
     let mut bytes = [0u8; 16];
     fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut bytes))

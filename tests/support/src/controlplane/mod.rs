@@ -4,7 +4,7 @@
 mod audit;
 mod identities;
 mod pki;
-mod ports;
+pub(crate) mod ports;
 pub(crate) mod process;
 
 use std::{
@@ -13,9 +13,11 @@ use std::{
 };
 
 pub use audit::AUDIT_GROUPS_ENV;
+pub(crate) use identities::random_token;
 pub use identities::{Identities, Identity, write_kubeconfig, write_kubeconfig_via};
 use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::{Api, Client};
+pub(crate) use pki::{Authority, write as write_file};
 pub use pki::{KUBERNETES_SERVICE_IP, Pki};
 use tokio::process::Command;
 

@@ -1,11 +1,11 @@
 //! Certificates and keys for a throw-away control plane: a CA, the API server's serving certificate and the
 //! key pair that signs service-account tokens. Everything is generated fresh for each environment and lives
-//! only in its temporary directory.
+//! only in its temporary directory. [`Authority`] also makes the OCI registry's CA and certificate.
 
 use std::{fs, os::unix::fs::PermissionsExt, path::Path};
 
 use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
     KeyUsagePurpose,
 };
 
@@ -30,21 +30,7 @@ impl Pki {
     pub fn generate(dir: &Path, extra_addresses: &[String]) -> Result<Self> {
         fs::create_dir_all(dir).map_err(Error::io(format!("creating {}", dir.display())))?;
 
-        let ca_key = KeyPair::generate()?;
-        let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
-        ca_params
-            .distinguished_name
-            .push(DnType::CommonName, "kuberay-testenv-ca");
-        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca_params.key_usages = vec![
-            KeyUsagePurpose::KeyCertSign,
-            KeyUsagePurpose::CrlSign,
-            KeyUsagePurpose::DigitalSignature,
-        ];
-        let ca_cert = ca_params.self_signed(&ca_key)?;
-        let issuer = Issuer::new(ca_params, &ca_key);
-
-        let serving_key = KeyPair::generate()?;
+        let ca = Authority::generate("kuberay-testenv-ca")?;
         let mut names = vec![
             "127.0.0.1".to_string(),
             "localhost".to_string(),
@@ -55,16 +41,7 @@ impl Pki {
             KUBERNETES_SERVICE_IP.to_string(),
         ];
         names.extend(extra_addresses.iter().cloned());
-        let mut serving_params = CertificateParams::new(names)?;
-        serving_params
-            .distinguished_name
-            .push(DnType::CommonName, "kube-apiserver");
-        serving_params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-        serving_params.key_usages = vec![
-            KeyUsagePurpose::DigitalSignature,
-            KeyUsagePurpose::KeyEncipherment,
-        ];
-        let serving_cert = serving_params.signed_by(&serving_key, &issuer)?;
+        let serving = ca.serving_certificate("kube-apiserver", names)?;
 
         let sa_key = KeyPair::generate()?;
 
@@ -76,13 +53,72 @@ impl Pki {
             service_account_key: dir.join("sa.key"),
             service_account_pub: dir.join("sa.pub"),
         };
-        write(&pki.ca_cert, &ca_cert.pem(), 0o644)?;
-        write(&pki.ca_key, &ca_key.serialize_pem(), 0o600)?;
-        write(&pki.serving_cert, &serving_cert.pem(), 0o644)?;
-        write(&pki.serving_key, &serving_key.serialize_pem(), 0o600)?;
+        write(&pki.ca_cert, &ca.cert_pem(), 0o644)?;
+        write(&pki.ca_key, &ca.key_pem(), 0o600)?;
+        write(&pki.serving_cert, &serving.cert_pem, 0o644)?;
+        write(&pki.serving_key, &serving.key_pem, 0o600)?;
         write(&pki.service_account_key, &sa_key.serialize_pem(), 0o600)?;
         write(&pki.service_account_pub, &sa_key.public_key_pem(), 0o644)?;
         Ok(pki)
+    }
+}
+
+/// A certificate authority generated in memory, which signs serving certificates (the API server's, the OCI
+/// registry's).
+pub(crate) struct Authority {
+    issuer: CertifiedIssuer<'static, KeyPair>,
+}
+
+/// A serving certificate and its private key, PEM-encoded.
+pub(crate) struct ServingCertificate {
+    pub(crate) cert_pem: String,
+    pub(crate) key_pem: String,
+}
+
+impl Authority {
+    /// A fresh self-signed CA named `common_name`.
+    pub(crate) fn generate(common_name: &str) -> Result<Self> {
+        let key = KeyPair::generate()?;
+        let mut params = CertificateParams::new(Vec::<String>::new())?;
+        params.distinguished_name.push(DnType::CommonName, common_name);
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        Ok(Self {
+            issuer: CertifiedIssuer::self_signed(params, key)?,
+        })
+    }
+
+    pub(crate) fn cert_pem(&self) -> String {
+        self.issuer.pem()
+    }
+
+    pub(crate) fn key_pem(&self) -> String {
+        self.issuer.key().serialize_pem()
+    }
+
+    /// A server certificate valid for `names` (DNS names or IP addresses), signed by this CA.
+    pub(crate) fn serving_certificate(
+        &self,
+        common_name: &str,
+        names: Vec<String>,
+    ) -> Result<ServingCertificate> {
+        let key = KeyPair::generate()?;
+        let mut params = CertificateParams::new(names)?;
+        params.distinguished_name.push(DnType::CommonName, common_name);
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
+        let cert = params.signed_by(&key, &self.issuer)?;
+        Ok(ServingCertificate {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+        })
     }
 }
 

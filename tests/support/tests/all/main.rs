@@ -19,4 +19,5 @@ mod proxy;
 mod ray_fake;
 mod ray_real;
 mod rbac;
+mod registry;
 mod util;
