@@ -11,7 +11,7 @@ pub const GROUP: &str = "plugins.kuberay-wasm.io";
 pub const VERSION: &str = "v1alpha1";
 
 /// One plugin the administrator runs, fetched from a registry.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ReconcilePlugin {
     #[serde(default)]
@@ -107,6 +107,22 @@ impl k8s_openapi::Metadata for ReconcilePlugin {
 
     fn metadata_mut(&mut self) -> &mut ObjectMeta {
         &mut self.metadata
+    }
+}
+
+impl Serialize for ReconcilePlugin {
+    /// With `apiVersion` and `kind`, as every object is written.
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct as _;
+        let mut object = serializer.serialize_struct("ReconcilePlugin", 5)?;
+        object.serialize_field("apiVersion", <Self as k8s_openapi::Resource>::API_VERSION)?;
+        object.serialize_field("kind", <Self as k8s_openapi::Resource>::KIND)?;
+        object.serialize_field("metadata", &self.metadata)?;
+        object.serialize_field("spec", &self.spec)?;
+        if let Some(status) = &self.status {
+            object.serialize_field("status", status)?;
+        }
+        object.end()
     }
 }
 

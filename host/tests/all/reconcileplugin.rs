@@ -49,7 +49,10 @@ async fn status(api: &Api<ReconcilePlugin>, name: &str) -> Value {
 }
 
 fn condition<'a>(status: &'a Value, type_: &str) -> Option<&'a Value> {
-    status["conditions"].as_array()?.iter().find(|c| c["type"] == type_)
+    status["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)
 }
 
 /// Waits until the resource's status satisfies `check`, and returns it.
@@ -62,14 +65,23 @@ async fn until(api: &Api<ReconcilePlugin>, what: &str, check: impl Fn(&Value) ->
 }
 
 async fn set_artifact(api: &Api<ReconcilePlugin>, spec: Value) {
-    api.patch("raycluster", &PatchParams::default(), &Patch::Merge(&json!({ "spec": spec })))
-        .await
-        .unwrap();
+    api.patch(
+        "raycluster",
+        &PatchParams::default(),
+        &Patch::Merge(&json!({ "spec": spec })),
+    )
+    .await
+    .unwrap();
 }
 
 async fn head_pod(client: &Client, ns: &kuberay_testenv::TestNamespace, cluster: &str) {
     eventually(&format!("the head Pod of {cluster}"), TIMEOUT, || async {
-        let found = pods(client, ns, &format!("ray.io/cluster={cluster},ray.io/node-type=head")).await;
+        let found = pods(
+            client,
+            ns,
+            &format!("ray.io/cluster={cluster},ray.io/node-type=head"),
+        )
+        .await;
         (!found.is_empty()).then_some(())
     })
     .await;
@@ -87,9 +99,12 @@ fn raycluster(name: &str) -> Value {
 async fn a_resource_rolls_a_plugin_out_back_and_refuses_bad_versions_while_the_old_one_serves() {
     let env = env().await;
     let client = env.client().await.unwrap();
-    crds::install(&client, &Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/crds"))
-        .await
-        .unwrap();
+    crds::install(
+        &client,
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/crds"),
+    )
+    .await
+    .unwrap();
     let ns = namespace(env, "rplugin").await;
     let registry = env.registry().expect("the test environment's registry");
 
@@ -108,12 +123,14 @@ async fn a_resource_rolls_a_plugin_out_back_and_refuses_bad_versions_while_the_o
         ("v1", wasm.clone()),
         ("v2", variant(&wasm, "v2")),
         ("broken", b"\0asm not a component".to_vec()),
+        // Never pulled before the step that needs credentials: a version in memory needs none.
+        ("v3", variant(&wasm, "v3")),
     ] {
         let reference = format!("{repository}:{tag}").parse().unwrap();
         let digest = oci.push(&reference, &auth, bytes).await.unwrap();
         pushed.push(format!("{repository}@{digest}"));
     }
-    let [v1, v2, broken] = <[String; 3]>::try_from(pushed).unwrap();
+    let [v1, v2, broken, v3] = <[String; 4]>::try_from(pushed).unwrap();
 
     // The pull Secret, in the namespace the operator takes for its own.
     let secrets: Api<Secret> = Api::namespaced(client.clone(), ns.name());
@@ -124,7 +141,13 @@ async fn a_resource_rolls_a_plugin_out_back_and_refuses_bad_versions_while_the_o
             ..Default::default()
         },
         type_: Some("kubernetes.io/dockerconfigjson".into()),
-        data: Some([(".dockerconfigjson".to_string(), ByteString(docker_config.into_bytes()))].into()),
+        data: Some(
+            [(
+                ".dockerconfigjson".to_string(),
+                ByteString(docker_config.into_bytes()),
+            )]
+            .into(),
+        ),
         ..Default::default()
     };
     secrets.create(&PostParams::default(), &secret).await.unwrap();
@@ -174,7 +197,11 @@ async fn a_resource_rolls_a_plugin_out_back_and_refuses_bad_versions_while_the_o
     let (d1, d2) = (digest_of(&v1), digest_of(&v2));
     let first = until(&api, "v1 to serve", |s| s["digest"] == d1.as_str()).await;
     assert_eq!(condition(&first, "Ready").unwrap()["status"], "True", "{first}");
-    assert_eq!(condition(&first, "Degraded").unwrap()["status"], "False", "{first}");
+    assert_eq!(
+        condition(&first, "Degraded").unwrap()["status"],
+        "False",
+        "{first}"
+    );
     assert_eq!(first["shortDigest"], d1.trim_start_matches("sha256:")[..12]);
 
     let clusters = rayclusters(&client, &ns);
@@ -197,26 +224,53 @@ async fn a_resource_rolls_a_plugin_out_back_and_refuses_bad_versions_while_the_o
     for (spec, reason) in [
         (json!({"artifact": broken}), "NotAComponent"),
         (json!({"artifact": format!("{repository}:v1")}), "InvalidArtifact"),
-        (json!({"artifact": format!("{repository}@sha256:{}", "0".repeat(64))}), "ArtifactNotFound"),
-        (json!({"artifact": v1, "pullSecret": "missing"}), "PullSecretUnavailable"),
-        (json!({"artifact": v1, "pullSecret": "regcred", "reconciles": "ray.io/v1/RayJob"}), "PluginClash"),
-        (json!({"reconciles": "ray.io/v1/RayCluster", "grant": {"verbs": {"v1/Pod": ["steal"]}}}), "InvalidGrant"),
+        (
+            json!({"artifact": format!("{repository}@sha256:{}", "0".repeat(64))}),
+            "ArtifactNotFound",
+        ),
+        (
+            json!({"artifact": v3, "pullSecret": "missing"}),
+            "PullSecretUnavailable",
+        ),
+        (
+            json!({"artifact": v1, "pullSecret": "regcred", "reconciles": "ray.io/v1/RayJob"}),
+            "PluginClash",
+        ),
+        (
+            json!({"reconciles": "ray.io/v1/RayCluster", "grant": {"surprise": 1}}),
+            "InvalidGrant",
+        ),
     ] {
         set_artifact(&api, spec.clone()).await;
         let refused = until(&api, &format!("{reason} for {spec}"), |s| {
             condition(s, "Degraded").is_some_and(|c| c["reason"] == reason)
         })
         .await;
-        assert_eq!(refused["digest"], d2.as_str(), "{reason}: v2 keeps serving: {refused}");
-        assert_eq!(condition(&refused, "Ready").unwrap()["status"], "True", "{refused}");
-        assert!(refused["lastError"].as_str().is_some_and(|e| !e.is_empty()), "{refused}");
+        assert_eq!(
+            refused["digest"],
+            d2.as_str(),
+            "{reason}: v2 keeps serving: {refused}"
+        );
+        assert_eq!(
+            condition(&refused, "Ready").unwrap()["status"],
+            "True",
+            "{refused}"
+        );
+        assert!(
+            refused["lastError"].as_str().is_some_and(|e| !e.is_empty()),
+            "{refused}"
+        );
     }
     // Back to a good spec (the grant restored), pointing at v1: a rollback.
     let mut good = serde_json::to_value(&resource.spec).unwrap();
     good["artifact"] = json!(v1);
-    api.patch("raycluster", &PatchParams::default(), &Patch::Merge(&json!({"spec": {"grant": null}})))
-        .await
-        .unwrap();
+    api.patch(
+        "raycluster",
+        &PatchParams::default(),
+        &Patch::Merge(&json!({"spec": {"grant": null}})),
+    )
+    .await
+    .unwrap();
     set_artifact(&api, good).await;
     let back = until(&api, "the rollback to v1", |s| {
         s["digest"] == d1.as_str() && condition(s, "Degraded").is_some_and(|c| c["status"] == "False")
@@ -228,7 +282,10 @@ async fn a_resource_rolls_a_plugin_out_back_and_refuses_bad_versions_while_the_o
         let list = events.list(&Default::default()).await.ok()?;
         list.items
             .iter()
-            .any(|e| e.reason.as_deref() == Some("PluginRolledBack") && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("raycluster"))
+            .any(|e| {
+                e.reason.as_deref() == Some("PluginRolledBack")
+                    && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("raycluster")
+            })
             .then_some(())
     })
     .await;
