@@ -21,16 +21,16 @@ help:
 	@echo "make bench-lifecycle  operator start-up to /readyz and plugin swap latency (release build)"
 	@echo "make bench-apiserver  REST get/list of clusters through kuberay-apiserver against direct API calls"
 	@echo "make scale         RayCluster/RayJob scale benchmark against the KubeRay operator (SCALE_ARGS=\"--sizes 100\")"
-	@echo "make tools         build the control-plane binaries, grpcurl, helm and kustomize, the Ray and API-tools virtualenvs and"
-	@echo "                   the wasm target; fetch the Gateway API CRDs"
+	@echo "make tools         build the control-plane binaries, grpcurl, helm and kustomize, the Ray, API-tools and componentize-py"
+	@echo "                   virtualenvs and the wasm target; fetch the Gateway API CRDs"
 	@echo "make deploy-tools  build helm and kustomize (tests of the chart and manifests in deploy/) into .local/bin"
 	@echo "make hash-table    regenerate the table of KubeRay's Go types behind the spec hashes (kuberay-rules)"
 	@echo "make crds          regenerate the CRDs in crds/ from the Rust types of the ray.io/v1 API"
 
 ## Prerequisites ------------------------------------------------------------------------------------------
 
-.PHONY: tools control-plane ray apitools grpcurl kuberay-hash kuberay-operator kuberay-operator-v1.7 gateway-api wasm-target deploy-tools
-tools: control-plane ray apitools grpcurl kuberay-hash gateway-api wasm-target deploy-tools
+.PHONY: tools control-plane ray apitools componentize-py grpcurl kuberay-hash kuberay-operator kuberay-operator-v1.7 gateway-api wasm-target deploy-tools
+tools: control-plane ray apitools componentize-py grpcurl kuberay-hash gateway-api wasm-target deploy-tools
 
 # kube-apiserver, kube-controller-manager, kubectl and etcd from tests/cluster/go.mod, into .local/bin.
 control-plane:
@@ -43,6 +43,10 @@ ray:
 # .local/apitools-venv with openapi-spec-validator (checks the API server's OpenAPI document) and schemathesis.
 apitools:
 	@bash tests/apitools/setup.sh
+
+# .local/componentize-py-venv with the pinned componentize-py, which builds the Python plugin (plugins/python).
+componentize-py:
+	@bash plugins/python/setup.sh
 
 # .local/bin/grpcurl from its Go module, for the API server's tests of gRPC reflection and health.
 grpcurl:
