@@ -207,9 +207,10 @@ lint: wasm-target
 	$(CARGO) clippy --target wasm32-wasip2 -p kuberay-crds -p kuberay-plugin-sdk -p kuberay-plugin-raycluster -p kuberay-plugin-rayjob -p kuberay-plugin-raycronjob -p kuberay-plugin-rayservice -p kuberay-rules -p kuberay-test-plugin-chaos -- -D warnings
 
 # Plugins and kuberay-crds are also linted for wasm32-wasip2 (see lint). The test binaries start
-# their own control plane (or use a running `make cluster`); the supervisor binary they launch is built first.
+# their own control plane (or use a running `make cluster`); the supervisor binary they launch is built first. The
+# Python plugin is built first too: its end-to-end test (host/tests/all/python_plugin.rs) loads it.
 # Afterwards nothing may be left behind but a running `make cluster`.
-test: tools fmt-check lint
+test: tools fmt-check lint python-plugin-check python-plugin
 	$(CARGO) build --workspace --all-targets
 	$(CARGO) test --workspace
 	$(TESTENV) leftovers --wait 60
