@@ -14,15 +14,16 @@ help:
 	@echo "make demo-incluster  deploy the operator with its Helm chart into the local cluster, kill the leader, see the takeover"
 	@echo "make cluster       start the local Kubernetes control plane in the background (.local/kubeconfig)"
 	@echo "make cluster-down  stop the demo operator and the cluster, and remove their state"
-	@echo "make plugins       build the plugin components into .local/plugins"
+	@echo "make plugins       build the plugin components into .local/plugins (and the Python one into .local/python-plugins)"
+	@echo "make python-plugin  build the Python example plugin (RayConnection) into .local/python-plugins"
 	@echo "make operator      build the operator binary (target/debug/kuberay-wasm)"
 	@echo "make apiserver     build the REST/gRPC backend (target/debug/kuberay-apiserver)"
 	@echo "make bench         measure a plugin call against the same logic compiled natively"
 	@echo "make bench-lifecycle  operator start-up to /readyz and plugin swap latency (release build)"
 	@echo "make bench-apiserver  REST get/list of clusters through kuberay-apiserver against direct API calls"
 	@echo "make scale         RayCluster/RayJob scale benchmark against the KubeRay operator (SCALE_ARGS=\"--sizes 100\")"
-	@echo "make tools         build the control-plane binaries, the OCI registry, grpcurl, helm and kustomize, the Ray and"
-	@echo "                   API-tools virtualenvs and the wasm target; fetch the Gateway API CRDs"
+	@echo "make tools         build the control-plane binaries, the OCI registry, grpcurl, helm and kustomize, the Ray,"
+	@echo "                   API-tools and componentize-py virtualenvs and the wasm target; fetch the Gateway API CRDs"
 	@echo "make registry      build the OCI registry (distribution) the test environment runs into .local/bin"
 	@echo "make deploy-tools  build helm and kustomize (tests of the chart and manifests in deploy/) into .local/bin"
 	@echo "make hash-table    regenerate the table of KubeRay's Go types behind the spec hashes (kuberay-rules)"
@@ -30,8 +31,8 @@ help:
 
 ## Prerequisites ------------------------------------------------------------------------------------------
 
-.PHONY: tools control-plane registry ray apitools grpcurl kuberay-hash kuberay-operator kuberay-operator-v1.7 gateway-api wasm-target deploy-tools
-tools: control-plane registry ray apitools grpcurl kuberay-hash gateway-api wasm-target deploy-tools
+.PHONY: tools control-plane registry ray apitools componentize-py grpcurl kuberay-hash kuberay-operator kuberay-operator-v1.7 gateway-api wasm-target deploy-tools
+tools: control-plane registry ray apitools componentize-py grpcurl kuberay-hash gateway-api wasm-target deploy-tools
 
 # kube-apiserver, kube-controller-manager, kubectl and etcd from tests/cluster/go.mod, into .local/bin.
 control-plane:
@@ -49,6 +50,10 @@ ray:
 # .local/apitools-venv with openapi-spec-validator (checks the API server's OpenAPI document) and schemathesis.
 apitools:
 	@bash tests/apitools/setup.sh
+
+# .local/componentize-py-venv with the pinned componentize-py, which builds the Python plugin (plugins/python).
+componentize-py:
+	@bash plugins/python/setup.sh
 
 # .local/bin/grpcurl from its Go module, for the API server's tests of gRPC reflection and health.
 grpcurl:
@@ -120,7 +125,7 @@ PLUGINS := kuberay-plugin-raycluster kuberay-plugin-rayjob kuberay-plugin-raycro
 # `cargo build --target wasm32-wasip2` with the workspace's guest profile (the release code without symbol
 # names; see Cargo.toml), into the target directory the tests build guests in.
 GUEST_OUT := $(GUEST_TARGET)/wasm32-wasip2/guest
-plugins: wasm-target
+plugins: wasm-target python-plugin
 	CARGO_TARGET_DIR=$(GUEST_TARGET) $(CARGO) build --profile guest --target wasm32-wasip2 $(addprefix -p ,$(PLUGINS))
 	@mkdir -p .local/plugins
 	@cp $(GUEST_OUT)/kuberay_plugin_raycluster.wasm .local/plugins/raycluster.wasm
@@ -128,6 +133,21 @@ plugins: wasm-target
 	@cp $(GUEST_OUT)/kuberay_plugin_raycronjob.wasm .local/plugins/raycronjob.wasm
 	@cp $(GUEST_OUT)/kuberay_plugin_rayservice.wasm .local/plugins/rayservice.wasm
 	@echo "plugins: $$(ls .local/plugins)"
+
+# The Python example plugin (plugins/python/rayconnection, RayConnection) as a component, built with
+# componentize-py when its sources, the WIT or the toolchain's pin changed; in a directory of its own, since the
+# built-in policy has no entry for it (policy-entry.yaml next to it is the entry to add). Its unit tests run on
+# CPython.
+PYTHON_PLUGIN := .local/python-plugins/rayconnection.wasm
+PYTHON_PLUGIN_DIR := plugins/python/rayconnection
+.PHONY: python-plugin python-plugin-check
+python-plugin: $(PYTHON_PLUGIN)
+$(PYTHON_PLUGIN): $(PYTHON_PLUGIN_DIR)/app.py $(PYTHON_PLUGIN_DIR)/connection.py $(PYTHON_PLUGIN_DIR)/build.sh \
+		wit/plugin.wit plugins/python/requirements.txt | componentize-py
+	@bash $(PYTHON_PLUGIN_DIR)/build.sh $@
+
+python-plugin-check: componentize-py
+	PYTHONDONTWRITEBYTECODE=1 .local/componentize-py-venv/bin/python -m unittest discover -s $(PYTHON_PLUGIN_DIR)
 
 operator:
 	$(CARGO) build -p kuberay-wasm --bin kuberay-wasm
@@ -193,9 +213,10 @@ lint: wasm-target
 	$(CARGO) clippy --target wasm32-wasip2 -p kuberay-crds -p kuberay-plugin-sdk -p kuberay-plugin-raycluster -p kuberay-plugin-rayjob -p kuberay-plugin-raycronjob -p kuberay-plugin-rayservice -p kuberay-rules -p kuberay-test-plugin-chaos -- -D warnings
 
 # Plugins and kuberay-crds are also linted for wasm32-wasip2 (see lint). The test binaries start
-# their own control plane (or use a running `make cluster`); the supervisor binary they launch is built first.
+# their own control plane (or use a running `make cluster`); the supervisor binary they launch is built first. The
+# Python plugin is built first too: its end-to-end test (host/tests/all/python_plugin.rs) loads it.
 # Afterwards nothing may be left behind but a running `make cluster`.
-test: tools fmt-check lint
+test: tools fmt-check lint python-plugin-check python-plugin
 	$(CARGO) build --workspace --all-targets
 	$(CARGO) test --workspace
 	$(TESTENV) leftovers --wait 60

@@ -15,9 +15,9 @@ use crate::support::{
     sample, scratch_dir, start_operator, test_policy,
 };
 
-/// A component of `functions` core functions of almost the static limit each (256 KiB): additions on one
+/// A component of `functions` core functions of almost the static limit each (512 KiB): additions on one
 /// local, over and over. Written as bytes (a text form would be seven times larger): a few MiB on disk; each
-/// function takes seconds and about 80 MiB to compile (4 s in a debug build).
+/// function takes seconds and about 285 MiB to compile (3.3 s in a debug build).
 fn expensive_component(functions: usize) -> Vec<u8> {
     let ops = (kuberay_wasm::sandbox::MAX_FUNCTION_BYTES - 64) / 7;
     // local.get 0, i32.const 1, i32.add, local.set 0

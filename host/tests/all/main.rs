@@ -25,6 +25,7 @@ mod leadership;
 mod limits;
 mod policy;
 mod provenance;
+mod python_plugin;
 mod ray_routing;
 mod raycluster_lifecycle;
 mod raycluster_recreate;
