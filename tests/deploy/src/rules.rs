@@ -135,7 +135,17 @@ pub struct Sources {
     pub proxy: Permissions,
     /// Leader election in the operator's namespace (`base/leader-election.yaml`).
     pub leader_election: Permissions,
+    /// What serving `ReconcilePlugin` resources needs everywhere, whatever the watched namespaces (the
+    /// ClusterRole of `base/rbac-plugins.yaml`).
+    pub plugins: Permissions,
+    /// Events about those resources, in [`EVENTS_OF_CLUSTER_SCOPED`] (a Role of `base/rbac-plugins.yaml`).
+    pub plugin_events: Permissions,
+    /// Their pull Secrets, in the operator's namespace (the other Role of `base/rbac-plugins.yaml`).
+    pub pull_secrets: Permissions,
 }
+
+/// The namespace Events about cluster-scoped objects are recorded in (kube's event recorder's choice).
+pub const EVENTS_OF_CLUSTER_SCOPED: &str = "default";
 
 impl Sources {
     /// Reads them from `deploy/kustomize/`.
@@ -147,11 +157,20 @@ impl Sources {
                 std::fs::read_to_string(&path).map_err(Error::io(format!("reading {}", path.display())))?;
             manifests::parse(&text)
         };
+        let plugins = read("base/rbac-plugins.yaml")?;
         Ok(Self {
             direct: granted_by(&read("base/rbac.yaml")?, "ClusterRole", None)?,
             proxy: granted_by(&read("overlays/proxy/rbac-proxy.yaml")?, "ClusterRole", None)?,
             leader_election: granted_by(&read("base/leader-election.yaml")?, "Role", None)?,
+            plugins: granted_by(&plugins, "ClusterRole", None)?,
+            plugin_events: granted_by(&plugins, "Role", Some(EVENTS_OF_CLUSTER_SCOPED))?,
+            pull_secrets: granted_by(&plugins, "Role", Some("kuberay-system"))?,
         })
+    }
+
+    /// What the operator's namespace grants it: leader election and pull Secrets.
+    pub fn own_namespace(&self) -> Permissions {
+        self.leader_election.union(&self.pull_secrets).cloned().collect()
     }
 
     /// What the operator needs in a watched namespace in the routing mode (`proxy` or not).

@@ -27,11 +27,16 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- default (include "kuberay-wasm.fullname" .) .Values.serviceAccount.name -}}
 {{- end -}}
 
-{{/* The ClusterRole rules of a manifest in files/ (links to the kustomize manifests, the one source of them). */}}
+{{/*
+The rules of a manifest in files/ (links to the kustomize manifests, the one source of them): of its ClusterRoles, or
+with "kind" and "name" of that one object (a Role).
+*/}}
 {{- define "kuberay-wasm.rulesOf" -}}
+{{- $kind := .kind | default "ClusterRole" -}}
+{{- $name := .name -}}
 {{- range $doc := regexSplit "(?m)^---\\s*$" (.root.Files.Get .file) -1 -}}
 {{- $object := fromYaml $doc -}}
-{{- if eq (get $object "kind") "ClusterRole" -}}
+{{- if and (eq (get $object "kind") $kind) (or (not $name) (eq $object.metadata.name $name)) -}}
 {{- toYaml $object.rules -}}
 {{- end -}}
 {{- end -}}
@@ -53,3 +58,4 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 /opt/kuberay-wasm/plugins
 {{- end -}}
 {{- end -}}
+

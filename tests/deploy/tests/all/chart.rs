@@ -1,11 +1,12 @@
 //! What the chart renders: lint, the default Deployment, the arguments and rules of each routing mode, one
-//! Role and RoleBinding per watched namespace, the policy ConfigMap and the CRDs.
+//! Role and RoleBinding per watched namespace, the policy ConfigMap, the values of ReconcilePlugin resources
+//! (their arguments, CA volume and rights) and the CRDs.
 
 use std::collections::BTreeSet;
 
 use kuberay_deploy_tests::{
     manifests::{self, container_args, one},
-    rules::{Sources, granted_by, repo_root},
+    rules::{EVENTS_OF_CLUSTER_SCOPED, Permissions, Sources, granted_by, repo_root},
     tools::{CHART, stdout_of},
 };
 use serde_json::Value;
@@ -65,17 +66,27 @@ fn the_defaults_render_two_leader_elected_replicas_with_direct_routing_in_every_
     assert_eq!(env, ["metadata.name", "metadata.namespace"]);
 
     let sources = Sources::read().unwrap();
-    assert_eq!(granted_by(&objects, "ClusterRole", None).unwrap(), sources.direct);
     assert_eq!(
-        granted_by(&objects, "Role", Some("ops")).unwrap(),
-        sources.leader_election
+        granted_by(&objects, "ClusterRole", None).unwrap(),
+        union(&sources.direct, &sources.plugins)
     );
-    assert_eq!(kinds(&objects, "ClusterRoleBinding"), ["kuberay-wasm"]);
-    let subject = &one(&objects, "ClusterRoleBinding").unwrap()["subjects"][0];
+    assert_plugin_roles(&objects, &sources, "ops");
     assert_eq!(
-        (&subject["name"], &subject["namespace"]),
-        (&"kuberay-wasm".into(), &"ops".into())
+        sorted(kinds(&objects, "ClusterRoleBinding")),
+        ["kuberay-wasm", "kuberay-wasm-plugins"]
     );
+    for binding in manifests::of_kind(&objects, "ClusterRoleBinding")
+        .into_iter()
+        .chain(manifests::of_kind(&objects, "RoleBinding"))
+    {
+        let subject = &binding["subjects"][0];
+        assert_eq!(
+            (&subject["name"], &subject["namespace"]),
+            (&"kuberay-wasm".into(), &"ops".into()),
+            "{}",
+            manifests::name(binding)
+        );
+    }
     assert_eq!(kinds(&objects, "Service"), ["kuberay-wasm-metrics"]);
     assert!(kinds(&objects, "ServiceMonitor").is_empty());
     assert!(kinds(&objects, "ConfigMap").is_empty());
@@ -90,13 +101,13 @@ fn proxy_routing_adds_the_flag_and_the_proxy_rules_and_nothing_else() {
     assert!(args.contains(&"--use-kubernetes-proxy".into()), "{args:?}");
     assert_eq!(
         granted_by(&objects, "ClusterRole", None).unwrap(),
-        sources.watched(true)
+        union(&sources.watched(true), &sources.plugins)
     );
     assert!(!sources.proxy.is_empty() && sources.proxy.is_disjoint(&sources.direct));
 }
 
 #[test]
-fn watched_namespaces_get_a_role_each_and_no_cluster_role() {
+fn watched_namespaces_get_a_role_each_and_no_cluster_role_but_the_plugin_resources_one() {
     let Some(tools) = tools() else { return };
     let sources = Sources::read().unwrap();
     let objects = tools
@@ -110,7 +121,12 @@ fn watched_namespaces_get_a_role_each_and_no_cluster_role() {
             ],
         )
         .unwrap();
-    assert!(kinds(&objects, "ClusterRole").is_empty() && kinds(&objects, "ClusterRoleBinding").is_empty());
+    // ReconcilePlugin resources are cluster-scoped: their rules alone are granted cluster-wide.
+    assert_eq!(
+        granted_by(&objects, "ClusterRole", None).unwrap(),
+        sources.plugins
+    );
+    assert_eq!(kinds(&objects, "ClusterRoleBinding"), ["kuberay-wasm-plugins"]);
     for ns in ["team-a", "team-b"] {
         assert_eq!(
             granted_by(&objects, "Role", Some(ns)).unwrap(),
@@ -124,14 +140,47 @@ fn watched_namespaces_get_a_role_each_and_no_cluster_role() {
         assert_eq!(binding["roleRef"]["kind"], "Role");
         assert_eq!(binding["subjects"][0]["namespace"], "ops");
     }
-    assert_eq!(
-        granted_by(&objects, "Role", Some("ops")).unwrap(),
-        sources.leader_election
-    );
+    assert_plugin_roles(&objects, &sources, "ops");
     let args = container_args(one(&objects, "Deployment").unwrap());
     assert!(
         args.contains(&"--watch-namespace=team-a,team-b".into()),
         "{args:?}"
+    );
+}
+
+#[test]
+fn plugin_resources_disabled_pass_the_flag_and_grant_nothing_for_them() {
+    let Some(tools) = tools() else { return };
+    let sources = Sources::read().unwrap();
+    let objects = tools
+        .template(
+            "ops",
+            &[
+                "--set",
+                "pluginResources.enabled=false",
+                "--set",
+                "pluginResources.registryCA.configMap=ignored",
+            ],
+        )
+        .unwrap();
+    let deployment = one(&objects, "Deployment").unwrap();
+    let args = container_args(deployment);
+    assert!(args.contains(&"--plugin-resources=false".into()), "{args:?}");
+    assert!(
+        !args.iter().any(|a| a.starts_with("--plugin-registry-ca")),
+        "{args:?}"
+    );
+    let volumes = &deployment["spec"]["template"]["spec"]["volumes"];
+    assert!(!volumes.to_string().contains("plugin-registry-ca"), "{volumes}");
+    assert_eq!(granted_by(&objects, "ClusterRole", None).unwrap(), sources.direct);
+    assert_eq!(
+        granted_by(&objects, "Role", Some("ops")).unwrap(),
+        sources.leader_election
+    );
+    assert!(
+        granted_by(&objects, "Role", Some(EVENTS_OF_CLUSTER_SCOPED))
+            .unwrap()
+            .is_empty()
     );
 }
 
@@ -222,26 +271,56 @@ fn the_chart_installs_the_same_crds_as_the_repository() {
         .into_iter()
         .map(manifests::name)
         .collect();
+    // The ray.io CRDs (crds/ray.io_<plural>.yaml) and ours (deploy/crds/<group>_<plural>.yaml, the
+    // ReconcilePlugin's): each in the chart's crds/ with the same bytes, named `<plural>.<group>`.
     let mut expected = BTreeSet::new();
-    for entry in std::fs::read_dir(repo_root().join("crds")).unwrap() {
-        let path = entry.unwrap().path();
-        let file = path.file_name().unwrap().to_string_lossy().into_owned();
-        if file.starts_with("ray.io_") && file.ends_with(".yaml") {
+    for (dir, prefix) in [("crds", "ray.io_"), ("deploy/crds", "")] {
+        for entry in std::fs::read_dir(repo_root().join(dir)).unwrap() {
+            let path = entry.unwrap().path();
+            let file = path.file_name().unwrap().to_string_lossy().into_owned();
+            let Some(stem) = file.strip_suffix(".yaml") else {
+                continue;
+            };
+            if !file.starts_with(prefix) {
+                continue;
+            }
             let chart_copy = repo_root().join(CHART).join("crds").join(&file);
             assert_eq!(
                 std::fs::read(&chart_copy).unwrap(),
                 std::fs::read(&path).unwrap(),
-                "{file}"
+                "{dir}/{file}"
             );
-            expected.insert(
-                file.trim_start_matches("ray.io_")
-                    .trim_end_matches(".yaml")
-                    .to_string()
-                    + ".ray.io",
-            );
+            let (group, plural) = stem.split_once('_').unwrap();
+            expected.insert(format!("{plural}.{group}"));
         }
     }
+    assert!(
+        expected.contains("reconcileplugins.plugins.kuberay-wasm.io"),
+        "{expected:?}"
+    );
     assert_eq!(rendered, expected.iter().map(String::as_str).collect());
+}
+
+/// The Roles for ReconcilePlugin resources and leader election: those of the operator's namespace `namespace`,
+/// and the Events one.
+fn assert_plugin_roles(objects: &[Value], sources: &Sources, namespace: &str) {
+    assert_eq!(
+        granted_by(objects, "Role", Some(namespace)).unwrap(),
+        sources.own_namespace()
+    );
+    assert_eq!(
+        granted_by(objects, "Role", Some(EVENTS_OF_CLUSTER_SCOPED)).unwrap(),
+        sources.plugin_events
+    );
+}
+
+fn union(a: &Permissions, b: &Permissions) -> Permissions {
+    a.union(b).cloned().collect()
+}
+
+fn sorted(mut names: Vec<&str>) -> Vec<&str> {
+    names.sort_unstable();
+    names
 }
 
 /// The security settings of the operator's Pod: non-root, no privilege, read-only root filesystem.

@@ -8,14 +8,16 @@ use kuberay_deploy_tests::{
 
 const HEADER: &str = "| API group | Resources | Verbs | Mode |";
 
-/// The permissions the README documents, in direct mode and in what proxy mode adds.
-fn documented() -> (Permissions, Permissions) {
+/// The permissions the README documents: in direct mode, what proxy mode adds, and what ReconcilePlugin
+/// resources need cluster-wide.
+fn documented() -> (Permissions, Permissions, Permissions) {
     let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
     let table = readme
         .split_once(HEADER)
         .expect("the README's permission table")
         .1;
-    let (mut both, mut proxy_only) = (Permissions::new(), Permissions::new());
+    let (mut both, mut proxy_only, mut plugins) =
+        (Permissions::new(), Permissions::new(), Permissions::new());
     let mut previous: Vec<String> = Vec::new();
     for row in table.lines().skip(2).take_while(|l| l.starts_with('|')) {
         let cells: Vec<&str> = row.trim_matches('|').split('|').map(str::trim).collect();
@@ -37,10 +39,10 @@ fn documented() -> (Permissions, Permissions) {
             Some(_) => previous.iter().map(|r| format!("{r}{}", named[0])).collect(),
             None => named,
         };
-        let target = if mode == "proxy only" {
-            &mut proxy_only
-        } else {
-            &mut both
+        let target = match mode {
+            "proxy only" => &mut proxy_only,
+            "plugin resources" => &mut plugins,
+            _ => &mut both,
         };
         for resource in &resources {
             for verb in verbs.split(',').map(str::trim) {
@@ -51,13 +53,14 @@ fn documented() -> (Permissions, Permissions) {
             previous = resources;
         }
     }
-    (both, proxy_only)
+    (both, proxy_only, plugins)
 }
 
 #[test]
 fn the_readme_documents_exactly_the_rules_of_each_mode() {
     let sources = Sources::read().unwrap();
-    let (direct, proxy) = documented();
+    let (direct, proxy, plugins) = documented();
     assert_eq!(direct, sources.direct, "direct routing");
     assert_eq!(proxy, sources.proxy, "what proxy routing adds");
+    assert_eq!(plugins, sources.plugins, "what ReconcilePlugin resources need");
 }

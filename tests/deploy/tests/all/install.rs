@@ -1,6 +1,8 @@
 //! Installed into the test environment's control plane (`helm install`, `kubectl apply --server-side -k`),
 //! the chart and each overlay give the operator's ServiceAccount exactly the documented rights of its
-//! routing mode, where they should and nowhere else, as `kubectl auth can-i --list` reports them. The
+//! routing mode, where they should and nowhere else, as `kubectl auth can-i --list` reports them, and those
+//! ReconcilePlugin resources need: read them and write their status everywhere (they are cluster-scoped),
+//! Events about them in `default`, their pull Secrets in the operator's namespace and no other. The
 //! operator's Pods are not waited for (no `--wait`): this is about what is installed, not about the
 //! operator running.
 
@@ -8,7 +10,7 @@ use std::{process::Command, time::Duration};
 
 use kuberay_deploy_tests::{
     Tools, can_i,
-    rules::{Permissions, Sources, authenticated},
+    rules::{EVENTS_OF_CLUSTER_SCOPED, Permissions, Sources, authenticated},
     tools::{CHART, stdout_of},
 };
 use kuberay_testenv::TestEnv;
@@ -53,6 +55,72 @@ fn plus_authenticated(expected: Permissions) -> Permissions {
     expected.union(&authenticated()).cloned().collect()
 }
 
+/// The union of `sets`.
+fn all(sets: &[&Permissions]) -> Permissions {
+    sets.iter().flat_map(|s| s.iter().cloned()).collect()
+}
+
+/// Whether `kubectl auth can-i ARGS -n NAMESPACE` (`ARGS`: a verb, `TYPE[/NAME]`, maybe `--subresource`)
+/// says yes for the ServiceAccount `sa`.
+fn can_i(env: &TestEnv, (sa_namespace, sa): (&str, &str), namespace: &str, args: &[&str]) -> bool {
+    let mut command = env.kubectl().unwrap();
+    command.args(["auth", "can-i"]).args(args).args(["-n", namespace]);
+    command.arg(format!("--as=system:serviceaccount:{sa_namespace}:{sa}"));
+    let out = command.output().unwrap();
+    match String::from_utf8_lossy(&out.stdout).trim() {
+        "yes" => true,
+        "no" => false,
+        other => panic!(
+            "can-i {args:?} -n {namespace}: {other:?} {}",
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    }
+}
+
+/// What serving ReconcilePlugin resources needs, asked one by one: the resources and their status anywhere,
+/// Events in `default`, the pull Secret in `own` and, unless `secrets_elsewhere` (a ClusterRole grants the
+/// plugins' Secrets everywhere), no Secret in `other`.
+fn assert_plugin_rights(env: &TestEnv, sa: (&str, &str), own: &str, other: &str, secrets_elsewhere: bool) {
+    let reconcileplugins = "reconcileplugins.plugins.kuberay-wasm.io";
+    for verb in ["get", "list", "watch"] {
+        assert!(
+            can_i(env, sa, other, &[verb, reconcileplugins]),
+            "{verb} reconcileplugins"
+        );
+    }
+    for verb in ["create", "update", "delete"] {
+        assert!(
+            !can_i(env, sa, other, &[verb, reconcileplugins]),
+            "{verb} reconcileplugins"
+        );
+    }
+    assert!(can_i(
+        env,
+        sa,
+        other,
+        &["patch", reconcileplugins, "--subresource=status"]
+    ));
+    for verb in ["create", "patch"] {
+        assert!(
+            can_i(env, sa, EVENTS_OF_CLUSTER_SCOPED, &[verb, "events.events.k8s.io"]),
+            "{verb} events"
+        );
+    }
+    assert!(
+        can_i(env, sa, own, &["get", "secrets/regcred"]),
+        "the pull Secret"
+    );
+    assert!(
+        !can_i(env, sa, own, &["list", "secrets"]),
+        "Secrets are read by name"
+    );
+    assert_eq!(
+        can_i(env, sa, other, &["get", "secrets/regcred"]),
+        secrets_elsewhere,
+        "a Secret in {other}"
+    );
+}
+
 fn helm(tools: &Tools, env: &TestEnv, args: &[&str]) -> Command {
     let mut helm = tools.helm();
     helm.arg("--kubeconfig").arg(env.kubeconfig()).args(args);
@@ -79,10 +147,15 @@ async fn the_chart_grants_direct_routing_in_every_namespace() {
     for crd in ["rayclusters", "rayjobs", "rayservices", "raycronjobs"] {
         kubectl(env, &["get", "crd", &format!("{crd}.ray.io")]);
     }
+    kubectl(env, &["get", "crd", "reconcileplugins.plugins.kuberay-wasm.io"]);
     let sa = (release_ns.name(), release.as_str());
-    let in_release_ns = sources.direct.union(&sources.leader_election).cloned().collect();
+    let in_release_ns = all(&[&sources.direct, &sources.own_namespace(), &sources.plugins]);
     assert_rights(env, sa, release_ns.name(), &plus_authenticated(in_release_ns)).await;
-    assert_rights(env, sa, other.name(), &plus_authenticated(sources.direct.clone())).await;
+    let elsewhere = all(&[&sources.direct, &sources.plugins]);
+    assert_rights(env, sa, other.name(), &plus_authenticated(elsewhere.clone())).await;
+    let in_default = all(&[&elsewhere, &sources.plugin_events]);
+    assert_rights(env, sa, EVENTS_OF_CLUSTER_SCOPED, &plus_authenticated(in_default)).await;
+    assert_plugin_rights(env, sa, release_ns.name(), other.name(), true);
     stdout_of(uninstall).unwrap();
 }
 
@@ -103,21 +176,21 @@ async fn the_chart_grants_proxy_routing_in_the_watched_namespaces_only() {
     ];
     let uninstall = helm_install(&tools, env, &release, release_ns.name(), &values);
     let sa = (release_ns.name(), release.as_str());
+    let in_release_ns = all(&[&sources.own_namespace(), &sources.plugins]);
+    assert_rights(env, sa, release_ns.name(), &plus_authenticated(in_release_ns)).await;
+    let in_watched = all(&[&sources.watched(true), &sources.plugins]);
+    assert_rights(env, sa, watched.name(), &plus_authenticated(in_watched)).await;
+    // Elsewhere only what ReconcilePlugin resources need: they are cluster-scoped.
     assert_rights(
         env,
         sa,
-        release_ns.name(),
-        &plus_authenticated(sources.leader_election.clone()),
+        other.name(),
+        &plus_authenticated(sources.plugins.clone()),
     )
     .await;
-    assert_rights(
-        env,
-        sa,
-        watched.name(),
-        &plus_authenticated(sources.watched(true)),
-    )
-    .await;
-    assert_rights(env, sa, other.name(), &authenticated()).await;
+    let in_default = all(&[&sources.plugins, &sources.plugin_events]);
+    assert_rights(env, sa, EVENTS_OF_CLUSTER_SCOPED, &plus_authenticated(in_default)).await;
+    assert_plugin_rights(env, sa, release_ns.name(), other.name(), false);
     stdout_of(uninstall).unwrap();
 }
 
@@ -141,13 +214,16 @@ async fn the_overlays_grant_what_their_routing_mode_needs() {
     for (overlay, proxy) in [("direct", false), ("proxy", true)] {
         let dir = tools.root().join("deploy/kustomize/overlays").join(overlay);
         kubectl(env, &["apply", "--server-side", "-k", &dir.to_string_lossy()]);
-        let in_own_ns = sources
-            .watched(proxy)
-            .union(&sources.leader_election)
-            .cloned()
-            .collect();
+        let in_own_ns = all(&[
+            &sources.watched(proxy),
+            &sources.own_namespace(),
+            &sources.plugins,
+        ]);
         assert_rights(env, sa, "kuberay-system", &plus_authenticated(in_own_ns)).await;
-        assert_rights(env, sa, other.name(), &plus_authenticated(sources.watched(proxy))).await;
+        let elsewhere = all(&[&sources.watched(proxy), &sources.plugins]);
+        assert_rights(env, sa, other.name(), &plus_authenticated(elsewhere.clone())).await;
+        let in_default = all(&[&elsewhere, &sources.plugin_events]);
+        assert_rights(env, sa, EVENTS_OF_CLUSTER_SCOPED, &plus_authenticated(in_default)).await;
     }
     // The operator must not run on in a shared environment (`make cluster`), nor keep the proxy rights the
     // operator's own RBAC test expects absent; the namespace and the direct-routing RBAC stay (that test

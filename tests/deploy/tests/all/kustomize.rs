@@ -3,7 +3,7 @@
 
 use kuberay_deploy_tests::{
     manifests::{self, container_args, one},
-    rules::{Sources, granted_by},
+    rules::{EVENTS_OF_CLUSTER_SCOPED, Sources, granted_by},
 };
 use serde_json::Value;
 
@@ -22,12 +22,17 @@ fn both_overlays_build_with_the_rules_of_their_mode() {
             .unwrap();
         assert_eq!(
             granted_by(&objects, "ClusterRole", None).unwrap(),
-            sources.watched(proxy),
+            sources.watched(proxy).union(&sources.plugins).cloned().collect(),
             "{overlay}"
         );
         assert_eq!(
             granted_by(&objects, "Role", Some("kuberay-system")).unwrap(),
-            sources.leader_election
+            sources.own_namespace()
+        );
+        assert_eq!(
+            granted_by(&objects, "Role", Some(EVENTS_OF_CLUSTER_SCOPED)).unwrap(),
+            sources.plugin_events,
+            "the Events Role stays in {EVENTS_OF_CLUSTER_SCOPED}"
         );
         let deployment = one(&objects, "Deployment").unwrap();
         assert_eq!(manifests::namespace(deployment), "kuberay-system");
@@ -38,7 +43,7 @@ fn both_overlays_build_with_the_rules_of_their_mode() {
             proxy,
             "{overlay}: {args:?}"
         );
-        assert_eq!(kinds(&objects, "CustomResourceDefinition").len(), 4);
+        assert_eq!(kinds(&objects, "CustomResourceDefinition").len(), 5);
         assert_eq!(kinds(&objects, "Namespace"), ["kuberay-system"]);
     }
 }
@@ -54,11 +59,15 @@ fn the_chart_and_the_overlays_grant_the_same_and_run_the_same_operator() {
         let charted = tools
             .template("kuberay-system", &["--include-crds", "--set", &routing])
             .unwrap();
-        for kind in ["ClusterRole", "Role"] {
+        for (kind, namespace) in [
+            ("ClusterRole", None),
+            ("Role", Some("kuberay-system")),
+            ("Role", Some(EVENTS_OF_CLUSTER_SCOPED)),
+        ] {
             assert_eq!(
-                granted_by(&charted, kind, None).unwrap(),
-                granted_by(&kustomized, kind, None).unwrap(),
-                "{overlay}: {kind}"
+                granted_by(&charted, kind, namespace).unwrap(),
+                granted_by(&kustomized, kind, namespace).unwrap(),
+                "{overlay}: {kind} in {namespace:?}"
             );
         }
         let (chart_pod, kustomize_pod) = (pod_of(&charted), pod_of(&kustomized));
