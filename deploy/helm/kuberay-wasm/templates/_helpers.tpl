@@ -59,3 +59,7 @@ with "kind" and "name" of that one object (a Role).
 {{- end -}}
 {{- end -}}
 
+{{/* Where the registry CA of pluginResources.registryCA is mounted (its key ca.crt), for --plugin-registry-ca. */}}
+{{- define "kuberay-wasm.registryCADir" -}}
+/etc/kuberay-wasm-registry-ca
+{{- end -}}

@@ -28,6 +28,11 @@ Deployment, so `helm install` and `helm template` stop before anything is create
 {{- fail (printf "watchNamespaces: %q is not a namespace name (a DNS-1123 label: at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit)" .) -}}
 {{- end -}}
 {{- end -}}
+{{- with .Values.pluginResources.registryCA -}}
+{{- if ne (len .) 1 -}}
+{{- fail "pluginResources.registryCA must name one ConfigMap or one Secret holding the CA as ca.crt: {configMap: NAME} or {secret: NAME}, not both" -}}
+{{- end -}}
+{{- end -}}
 {{- if .Values.policy -}}
 {{- if not (kindIs "string" .Values.policy) -}}
 {{- fail "policy must be the policy file's YAML as a string (policy: |, then the file indented)" -}}

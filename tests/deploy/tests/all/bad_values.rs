@@ -56,6 +56,31 @@ const CASES: &[(&[&str], &str)] = &[
         ],
         "metrics.serviceMonitor.enabled needs metrics.service.enabled",
     ),
+    (
+        &["--set", "pluginResources.allowTags=yes"],
+        "at '/pluginResources/allowTags': got string, want boolean",
+    ),
+    (
+        &["--set", "pluginResources.registryCA=registry-ca"],
+        "at '/pluginResources/registryCA': got string, want object",
+    ),
+    (
+        &["--set", "pluginResources.registryCA.caFile=/ca.pem"],
+        "at '/pluginResources/registryCA': additional properties 'caFile' not allowed",
+    ),
+    (
+        &[
+            "--set",
+            "pluginResources.registryCA.configMap=a",
+            "--set",
+            "pluginResources.registryCA.secret=b",
+        ],
+        "pluginResources.registryCA must name one ConfigMap or one Secret",
+    ),
+    (
+        &["--set", "disablePlugins={raycluster,ray job}"],
+        "at '/disablePlugins/1': 'ray job' does not match pattern",
+    ),
 ];
 
 #[test]
@@ -78,6 +103,13 @@ fn values_that_make_sense_render() {
         &["--set", "replicas=1", "--set", "leaderElection.enabled=false"],
         &["--set", "watchNamespaces={a,b-2}"],
         &["--set", "plugins.volume.configMap.name=plugins"],
+        &[
+            "--set",
+            "pluginResources.registryCA.secret=ca",
+            "--set",
+            "disablePlugins={raycluster}",
+        ],
+        &["--set", "pluginResources.enabled=false"],
     ] {
         tools.template("ops", values).unwrap();
     }

@@ -149,6 +149,67 @@ fn watched_namespaces_get_a_role_each_and_no_cluster_role_but_the_plugin_resourc
 }
 
 #[test]
+fn the_plugin_resource_values_become_arguments_and_a_mounted_ca() {
+    let Some(tools) = tools() else { return };
+    // Served by default with the operator's defaults: no argument (the defaults test lists them all).
+    for (ca, source) in [
+        ("pluginResources.registryCA.configMap=registry-ca", "configMap"),
+        ("pluginResources.registryCA.secret=registry-ca", "secret"),
+    ] {
+        let objects = tools
+            .template(
+                "ops",
+                &[
+                    "--set",
+                    "disablePlugins={raycluster,rayjob}",
+                    "--set",
+                    "pluginResources.selector=operator in (team-a)",
+                    "--set",
+                    "pluginResources.allowTags=true",
+                    "--set",
+                    ca,
+                ],
+            )
+            .unwrap();
+        let deployment = one(&objects, "Deployment").unwrap();
+        let args = container_args(deployment);
+        let added: Vec<&str> = args[args.len() - 4..].iter().map(String::as_str).collect();
+        assert_eq!(
+            added,
+            [
+                "--disable-plugins=raycluster,rayjob",
+                "--plugin-resource-selector=operator in (team-a)",
+                "--allow-plugin-tags",
+                "--plugin-registry-ca=/etc/kuberay-wasm-registry-ca/ca.crt",
+            ]
+        );
+        let pod = &deployment["spec"]["template"]["spec"];
+        let volume = pod["volumes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["name"] == "plugin-registry-ca")
+            .unwrap();
+        let name = if source == "secret" { "secretName" } else { "name" };
+        assert_eq!(volume[source][name], "registry-ca", "{volume}");
+        assert_eq!(
+            volume[source]["items"],
+            serde_json::json!([{"key": "ca.crt", "path": "ca.crt"}])
+        );
+        let mount = pod["containers"][0]["volumeMounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == "plugin-registry-ca")
+            .unwrap();
+        assert_eq!(
+            (&mount["mountPath"], &mount["readOnly"]),
+            (&"/etc/kuberay-wasm-registry-ca".into(), &true.into())
+        );
+    }
+}
+
+#[test]
 fn plugin_resources_disabled_pass_the_flag_and_grant_nothing_for_them() {
     let Some(tools) = tools() else { return };
     let sources = Sources::read().unwrap();
