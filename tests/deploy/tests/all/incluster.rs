@@ -35,6 +35,8 @@ const REPOSITORY: &str = "kuberay-wasm";
 const IMAGE_PLUGINS: &str = "/opt/kuberay-wasm/plugins";
 /// The operator Pods' labels.
 pub const SELECTOR: &str = "app.kubernetes.io/name=kuberay-wasm";
+/// The label key of the ReconcilePlugin resources a release serves (its value: the release namespace).
+pub const PLUGIN_LABEL: &str = "kuberay-wasm-test";
 
 /// A release of the chart whose Pods run the operator.
 pub struct Operator {
@@ -44,7 +46,9 @@ pub struct Operator {
 
 impl Operator {
     /// Maps the chart's image (tagged `namespace`) and installs the chart into `namespace`, watching
-    /// `watched`, with `values` (`--set` arguments).
+    /// `watched`, with `values` (`--set` arguments). It serves only the ReconcilePlugin resources labelled
+    /// [`PLUGIN_LABEL`]`=<namespace>`: they are cluster-scoped, and other tests' and the demo's are not its
+    /// business.
     pub fn install(tools: &Tools, env: &TestEnv, namespace: &str, watched: &str, values: &[&str]) -> Self {
         let operator = operator_binary().unwrap();
         let plugins = plugins_dir(namespace);
@@ -59,7 +63,10 @@ impl Operator {
             &["install", &release, CHART, "--namespace", namespace],
         );
         let tag = format!("image.tag={namespace}");
-        install.args(["--set", &watched, "--set", &tag]).args(values);
+        let selector = format!("pluginResources.selector={PLUGIN_LABEL}={namespace}");
+        install
+            .args(["--set", &watched, "--set", &tag, "--set", &selector])
+            .args(values);
         stdout_of(install).unwrap();
         let uninstall = helm(tools, env, &["uninstall", &release, "--namespace", namespace]);
         Self { uninstall, plugins }

@@ -3,7 +3,8 @@
 //! with the chart (`kustomize.rs`), the documented permissions (`docs.rs`), and the rights a ServiceAccount
 //! really has once each is installed into the test environment's control plane (`install.rs`), and the
 //! installed chart's operator running in its Pods (`incluster.rs`): two replicas handing leadership over
-//! (`failover.rs`), and a RayJob in proxy routing with only that mode's rights (`proxy_rayjob.rs`). Skipped
+//! (`failover.rs`), a RayJob in proxy routing with only that mode's rights (`proxy_rayjob.rs`), and a plugin
+//! served from the test environment's registry by a ReconcilePlugin resource (`plugin_resource.rs`). Skipped
 //! when `make deploy-tools` has not built helm and kustomize, unless `CI` is set.
 
 #![allow(
@@ -19,6 +20,7 @@ mod failover;
 mod incluster;
 mod install;
 mod kustomize;
+mod plugin_resource;
 mod proxy_rayjob;
 
 use kuberay_deploy_tests::Tools;
