@@ -108,6 +108,10 @@ pub struct Registry {
 impl Registry {
     /// A client with `options`.
     pub fn new(options: &RegistryOptions) -> Result<Self, ArtifactError> {
+        // The registry client's TLS takes the process's default provider and panics without one. kube's first
+        // client installs ring as that default, but a process that makes no Kubernetes client (`plugin push`),
+        // or makes this one first, has none yet; installing it fails harmlessly when one is there.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let config = ClientConfig {
             protocol: ClientProtocol::Https,
             extra_root_certificates: options
@@ -311,6 +315,16 @@ impl tokio::io::AsyncWrite for BoundedBuffer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_client_is_built_in_a_process_without_a_kubernetes_client() {
+        // `plugin push` builds one first thing; the TLS stack must not depend on kube having run before.
+        let options = RegistryOptions {
+            extra_roots: vec![],
+            timeout: Duration::from_secs(1),
+        };
+        assert!(Registry::new(&options).is_ok());
+    }
 
     #[test]
     fn references_must_pin_a_digest_unless_tags_are_allowed() {
