@@ -386,7 +386,7 @@ impl Loop<'_> {
         if status == current {
             return;
         }
-        let patch = serde_json::json!({ "status": status });
+        let patch = status_patch(&status);
         let result = self
             .api
             .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
@@ -395,6 +395,30 @@ impl Loop<'_> {
             tracing::warn!(reconcileplugin = %name, error = %e, "could not write the status");
         }
     }
+}
+
+/// The status fields, as written: a merge patch sets each one, to null when `status` has none.
+const STATUS_FIELDS: [&str; 7] = [
+    "conditions",
+    "digest",
+    "shortDigest",
+    "previousDigest",
+    "version",
+    "lastError",
+    "observedGeneration",
+];
+
+/// A merge patch making the recorded status `status`. The status omits empty fields, and a merge patch leaves
+/// what it omits as it was: `lastError` stayed after a good version served again, and the status, never equal
+/// to the one computed, was patched every tick.
+fn status_patch(status: &ReconcilePluginStatus) -> serde_json::Value {
+    let mut value = serde_json::to_value(status).unwrap_or_default();
+    if let Some(fields) = value.as_object_mut() {
+        for field in STATUS_FIELDS {
+            fields.entry(field).or_insert(serde_json::Value::Null);
+        }
+    }
+    serde_json::json!({ "status": value })
 }
 
 /// The spec that decides what serves: everything but `paused`.
@@ -473,5 +497,50 @@ fn status(
         } else {
             tracked.generation.or(generation)
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_status_patch_removes_what_the_status_no_longer_has() {
+        let full = ReconcilePluginStatus {
+            conditions: vec![Condition {
+                type_: "Ready".into(),
+                status: "True".into(),
+                reason: "Serving".into(),
+                message: String::new(),
+                last_transition_time: Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH),
+                observed_generation: None,
+            }],
+            digest: Some("sha256:a".into()),
+            short_digest: Some("a".into()),
+            previous_digest: Some("sha256:b".into()),
+            version: Some("1".into()),
+            last_error: Some("broken".into()),
+            observed_generation: Some(1),
+        };
+        let written = serde_json::to_value(&full).unwrap_or_default();
+        let keys: Vec<&str> = written
+            .as_object()
+            .map(|o| o.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        assert_eq!(keys.len(), STATUS_FIELDS.len(), "{keys:?}");
+        assert!(keys.iter().all(|k| STATUS_FIELDS.contains(k)), "{keys:?}");
+
+        let recovered = ReconcilePluginStatus {
+            last_error: None,
+            ..full
+        };
+        let patch = status_patch(&recovered);
+        assert_eq!(patch["status"]["lastError"], serde_json::Value::Null);
+        assert!(
+            patch["status"]
+                .as_object()
+                .is_some_and(|s| s.contains_key("lastError"))
+        );
+        assert_eq!(patch["status"]["digest"], "sha256:a");
     }
 }
