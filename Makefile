@@ -11,7 +11,8 @@ TESTENV := target/debug/kuberay-testenv
 help:
 	@echo "make demo          start the local control plane and the operator, create a RayCluster with a real Ray head"
 	@echo "make test          install what is missing, then run formatting, lint and every test"
-	@echo "make demo-incluster  deploy the operator with its Helm chart into the local cluster, kill the leader, see the takeover"
+	@echo "make demo-incluster  deploy the operator with its Helm chart into the local cluster, kill the leader, see the takeover,"
+	@echo "                     roll the RayCluster plugin out from the local registry, refuse a broken version, roll back"
 	@echo "make cluster       start the local Kubernetes control plane in the background (.local/kubeconfig)"
 	@echo "make cluster-down  stop the demo operator and the cluster, and remove their state"
 	@echo "make plugins       build the plugin components into .local/plugins (and the Python one into .local/python-plugins)"
@@ -197,7 +198,9 @@ demo: cluster plugins operator apiserver
 	@bash scripts/demo.sh
 
 # The operator deployed with its Helm chart (two replicas, leader election) and run in its Pods by the simulated
-# kubelet (the chart's image mapped to target/debug/kuberay-wasm); kills the leader and shows the takeover.
+# kubelet (the chart's image mapped to target/debug/kuberay-wasm), the RayCluster plugin served from the local
+# registry by a ReconcilePlugin resource; kills the leader and shows the takeover, then rolls a new plugin version
+# out, has a broken one refused and rolls back.
 demo-incluster: cluster plugins operator deploy-tools
 	@bash scripts/demo-incluster.sh
 
