@@ -7,9 +7,10 @@ use clap::{Parser, Subcommand};
 use kuberay_rayhead::{RoutingOptions, parse_duration};
 use kuberay_wasm::{
     DEFAULT_COMPILE_MEMORY_MIB, DEFAULT_COMPILE_TIMEOUT, OperatorConfig,
+    authoring::{self, run::RunOptions},
     leadership::{self, LeaderElection},
     metrics::Metrics,
-    policy::Policy,
+    policy::{Policy, Profile},
     reconcileplugin::{
         ResourceOptions,
         artifact::{self, RegistryOptions},
@@ -69,6 +70,10 @@ enum Command {
 
 #[derive(Subcommand)]
 enum PluginCommand {
+    /// Run one reconcile of a plugin offline, against an in-memory cluster, every host call judged by the
+    /// operator's rules; print the calls, what was refused and why, and the writes as a diff. Exits 0 when
+    /// the reconcile succeeded with nothing refused, 2 when it failed or a call was refused.
+    Run(Box<RunArgs>),
     /// Push a plugin component to a registry as a WebAssembly OCI artifact and print the digest a
     /// ReconcilePlugin pins (`REFERENCE@sha256:...`).
     Push {
@@ -79,6 +84,36 @@ enum PluginCommand {
         #[command(flatten)]
         registry: RegistryArgs,
     },
+}
+
+/// `plugin run`'s arguments.
+#[derive(clap::Args)]
+struct RunArgs {
+    /// The component (`*.wasm`).
+    plugin: PathBuf,
+    /// The object to reconcile (YAML or JSON), as the plugin would get it (status included).
+    #[arg(long)]
+    object: PathBuf,
+    /// Objects that exist besides it (YAML documents or a List): what the plugin reads and may own.
+    #[arg(long)]
+    objects: Option<PathBuf>,
+    /// Its grant: a policy entry (policy-entry.yaml), a ReconcilePlugin's `grant`, or a policy file. Default:
+    /// the policy's entry named like the plugin, else what the plugin asks for under the policy's defaults.
+    #[arg(long)]
+    grant: Option<PathBuf>,
+    /// The policy whose entries and defaults apply (as for `operator`); the built-in one by default.
+    #[arg(long)]
+    policy: Option<PathBuf>,
+    /// The Pod Security level the object's namespace enforces: privileged, baseline or restricted (default:
+    /// a Namespace among --objects says, else the policy's namespaceDefault).
+    #[arg(long)]
+    namespace_level: Option<Profile>,
+    /// Wall-time limit of the call (the operator's --plugin-timeout).
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    plugin_timeout: Duration,
+    /// Linear-memory limit of the call in MiB (the operator's --plugin-memory-mib).
+    #[arg(long, default_value_t = 128)]
+    plugin_memory_mib: usize,
 }
 
 /// How `plugin push` reaches a registry.
@@ -291,23 +326,55 @@ fn main() -> std::process::ExitCode {
         .build()
         .context("starting the runtime")
         .and_then(|runtime| match cli.command {
-            Command::Operator(args) => runtime.block_on(operator(*args)),
-            Command::Inspect { plugin, policy } => runtime.block_on(inspect(plugin, policy)),
+            Command::Operator(args) => runtime.block_on(operator(*args)).map(success),
+            Command::Inspect { plugin, policy } => runtime.block_on(inspect(plugin, policy)).map(success),
             Command::Plugin(PluginCommand::Push {
                 file,
                 reference,
                 registry,
-            }) => runtime.block_on(push(file, reference, registry)),
-            Command::CompilePlugin { .. } => Ok(()),
+            }) => runtime.block_on(push(file, reference, registry)).map(success),
+            Command::Plugin(PluginCommand::Run(args)) => runtime.block_on(run_plugin(*args)),
+            Command::CompilePlugin { .. } => Ok(std::process::ExitCode::SUCCESS),
         });
     match result {
-        Ok(()) => std::process::ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
             // In the log's format (a JSON line for collectors), with every cause.
             tracing::error!(error = %format_args!("{e:#}"), "fatal");
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+fn success(_: ()) -> std::process::ExitCode {
+    std::process::ExitCode::SUCCESS
+}
+
+/// `plugin run`: one offline reconcile, printed; 2 when it failed or a call was refused.
+async fn run_plugin(args: RunArgs) -> anyhow::Result<std::process::ExitCode> {
+    let options = RunOptions {
+        plugin: args.plugin,
+        object: args.object,
+        objects: args.objects,
+        grant: args.grant,
+        policy: args.policy,
+        namespace_level: args.namespace_level,
+        compiler: Some(ChildCompiler {
+            executable: own_executable(),
+            timeout: DEFAULT_COMPILE_TIMEOUT,
+            memory_bytes: DEFAULT_COMPILE_MEMORY_MIB << 20,
+        }),
+        timeout: args.plugin_timeout,
+        memory_bytes: args.plugin_memory_mib << 20,
+    };
+    let report = authoring::run::run(&options).await?;
+    print!("{report}");
+    let clean = matches!(report.outcome, Some(Ok(_)) | None) && report.refusals().is_empty();
+    Ok(if clean {
+        std::process::ExitCode::SUCCESS
+    } else {
+        std::process::ExitCode::from(2)
+    })
 }
 
 /// `compile-plugin`: the child's side of a bounded compile; an error goes to stderr for the parent.

@@ -49,7 +49,7 @@ use serde_json::Value;
 use tokio::sync::OnceCell;
 
 pub(crate) use cluster::Cluster;
-pub(crate) use intents::Intent;
+pub(crate) use intents::{Admitted, Decision, Intent, ToSend};
 pub(crate) use secrets::is_secret;
 
 use self::provenance::Request;

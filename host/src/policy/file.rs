@@ -40,6 +40,17 @@ pub enum Profile {
     Restricted,
 }
 
+impl std::str::FromStr for Profile {
+    type Err = String;
+
+    /// A profile by its name (`privileged`, `baseline`, `restricted`), as the enforce label writes it.
+    fn from_str(text: &str) -> Result<Self, String> {
+        Self::from_label(text).ok_or_else(|| {
+            format!("{text:?} is not a Pod Security level (privileged, baseline or restricted)")
+        })
+    }
+}
+
 /// Which Secrets a plugin may touch, beyond none.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -93,14 +93,7 @@ impl CallState {
 
     /// A refusal unless the grant allows `verb` on `kind`.
     fn check(&self, kind: &Kind, verb: Verb) -> Result<(), HostError> {
-        if self.ctx.grant.allows(kind, verb) {
-            return Ok(());
-        }
-        Err(HostError::Forbidden(format!(
-            "plugin {} is not granted {} on {kind}",
-            self.ctx.plugin,
-            verb_name(verb)
-        )))
+        check_grant(&self.ctx.grant, &self.ctx.plugin, kind, verb)
     }
 
     /// Turns a breach of a limit into the error the plugin gets; the first one is logged and counted.
@@ -174,6 +167,18 @@ impl CallState {
             }
         }
     }
+}
+
+/// The grant check of every host call on a kind: a refusal unless `grant` (of the plugin `plugin`) allows
+/// `verb` on `kind`.
+pub(crate) fn check_grant(grant: &Grant, plugin: &str, kind: &Kind, verb: Verb) -> Result<(), HostError> {
+    if grant.allows(kind, verb) {
+        return Ok(());
+    }
+    Err(HostError::Forbidden(format!(
+        "plugin {plugin} is not granted {} on {kind}",
+        verb_name(verb)
+    )))
 }
 
 /// The host calls that write: the first refusal of one in a call is reported about the object too.

@@ -136,15 +136,7 @@ impl Loader<'_> {
         digest: String,
         origin: &str,
     ) -> Result<LoadedPlugin, LoadError> {
-        if wasm.len() as u64 > MAX_COMPONENT_BYTES {
-            return Err(compile_failure(
-                &entry.name,
-                CompileError::TooLarge(format!("more than {MAX_COMPONENT_BYTES} bytes")),
-            ));
-        }
-        let compiled = compile::component(self.engine, self.cache, self.compiler, wasm, &digest).await;
-        let (component, source) = compiled.map_err(|e| compile_failure(&entry.name, e))?;
-        let pre = self.pre(&component)?;
+        let (pre, source) = self.compile(&entry.name, wasm, &digest).await?;
         let log_rate = Arc::new(LogRate::default());
         let metadata = self.metadata(&pre, origin, &log_rate).await?;
         let grant =
@@ -162,6 +154,37 @@ impl Loader<'_> {
                 rates.write_bytes_per_second,
             )),
         })
+    }
+
+    /// What the component `wasm` (SHA-256 `digest`, from `origin`) says about itself, whatever the policy
+    /// says about it: compiled (or loaded from the cache) within the same bounds, then asked for its metadata
+    /// with no host access. For tools (`plugin run`) that pick a grant by the plugin's name.
+    pub(crate) async fn describe(
+        &self,
+        wasm: Vec<u8>,
+        digest: &str,
+        origin: &str,
+    ) -> Result<PluginMetadata, LoadError> {
+        let (pre, _) = self.compile("unknown", wasm, digest).await?;
+        self.metadata(&pre, origin, &Arc::new(LogRate::default())).await
+    }
+
+    /// Compiles (or loads from the cache) `wasm` for the entry `entry` (for refusals) and resolves its imports.
+    async fn compile(
+        &self,
+        entry: &str,
+        wasm: Vec<u8>,
+        digest: &str,
+    ) -> Result<(ReconcilePluginPre<CallState>, Source), LoadError> {
+        if wasm.len() as u64 > MAX_COMPONENT_BYTES {
+            return Err(compile_failure(
+                entry,
+                CompileError::TooLarge(format!("more than {MAX_COMPONENT_BYTES} bytes")),
+            ));
+        }
+        let compiled = compile::component(self.engine, self.cache, self.compiler, wasm, digest).await;
+        let (component, source) = compiled.map_err(|e| compile_failure(entry, e))?;
+        Ok((self.pre(&component)?, source))
     }
 
     fn pre(&self, component: &Component) -> Result<ReconcilePluginPre<CallState>, LoadError> {

@@ -10,7 +10,7 @@ use std::{
     time::SystemTime,
 };
 
-use kuberay_plugin_sdk::Kind;
+use kuberay_plugin_sdk::{Kind, PluginMetadata};
 use wasmtime::{Engine, component::Linker};
 
 use super::{
@@ -148,6 +148,15 @@ impl Sandbox {
             .await?;
         self.share_write_rate(&mut plugin);
         Ok(plugin)
+    }
+
+    /// What the component `wasm` (from `origin`, for messages) says about itself, before any policy is
+    /// consulted (see `plugin::Loader::describe`).
+    pub(crate) async fn describe(&self, wasm: Vec<u8>, origin: &str) -> Result<PluginMetadata, LoadError> {
+        let _running = self.ticker.running();
+        let policy = self.policy();
+        let digest = super::compile_cache::sha256_hex(&wasm);
+        self.loader(&policy).describe(wasm, &digest, origin).await
     }
 
     /// Puts `policy` in force and `plugin` (loaded under it) in place of whatever served its kind; calls in

@@ -9,6 +9,7 @@
 )]
 
 mod admission;
+mod authoring;
 mod budgets;
 mod cli;
 mod compile_bounds;
