@@ -26,8 +26,8 @@
 //! - [`leadership`]: leader election on a Lease, and the fence every write of the host passes;
 //! - `operator`: wiring, configuration and shutdown; `server` and [`metrics`]: observability;
 //!   [`telemetry`]: logging;
-//! - [`authoring`]: the plugin authoring kit (`kuberay-wasm plugin run`, one reconcile offline with
-//!   admission's rules against an in-memory cluster).
+//! - [`authoring`]: the plugin authoring kit (`kuberay-wasm plugin new` and `plugin run`, one reconcile
+//!   offline with admission's rules against an in-memory cluster).
 
 pub(crate) mod admission;
 pub mod authoring;

@@ -70,6 +70,18 @@ enum Command {
 
 #[derive(Subcommand)]
 enum PluginCommand {
+    /// Write a plugin project to start from: a Rust crate that builds outside this repository (the SDK by
+    /// git), with a reconcile for KIND, its unit test, its policy entry, a CRD and a README.
+    New {
+        /// The plugin's name: its policy entry's name and its Cargo package's (lowercase letters, digits, '-').
+        name: String,
+        /// The kind it reconciles, GROUP/VERSION/KIND (a custom resource, e.g. example.com/v1alpha1/Widget).
+        #[arg(long)]
+        kind: String,
+        /// Where to write it (default ./NAME); must not exist or be empty.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
     /// Run one reconcile of a plugin offline, against an in-memory cluster, every host call judged by the
     /// operator's rules; print the calls, what was refused and why, and the writes as a diff. Exits 0 when
     /// the reconcile succeeded with nothing refused, 2 when it failed or a call was refused.
@@ -333,6 +345,9 @@ fn main() -> std::process::ExitCode {
                 reference,
                 registry,
             }) => runtime.block_on(push(file, reference, registry)).map(success),
+            Command::Plugin(PluginCommand::New { name, kind, dir }) => {
+                new_plugin(&name, &kind, dir.as_deref()).map(success)
+            }
             Command::Plugin(PluginCommand::Run(args)) => runtime.block_on(run_plugin(*args)),
             Command::CompilePlugin { .. } => Ok(std::process::ExitCode::SUCCESS),
         });
@@ -348,6 +363,23 @@ fn main() -> std::process::ExitCode {
 
 fn success(_: ()) -> std::process::ExitCode {
     std::process::ExitCode::SUCCESS
+}
+
+/// `plugin new`: writes the project and says what to do next.
+fn new_plugin(name: &str, kind: &str, dir: Option<&std::path::Path>) -> anyhow::Result<()> {
+    let (dir, files) = authoring::new::new_project(name, kind, dir)?;
+    println!("created the plugin {name} ({kind}) in {}:", dir.display());
+    for file in files {
+        println!("  {}", file.display());
+    }
+    println!(
+        "\nnext:\n  cd {}\n  cargo test\n  cargo build-plugin    # target/wasm32-wasip2/release/{}.wasm\n  \
+         kuberay-wasm plugin run target/wasm32-wasip2/release/{}.wasm --object example.yaml --grant policy-entry.yaml",
+        dir.display(),
+        name.replace('-', "_"),
+        name.replace('-', "_"),
+    );
+    Ok(())
 }
 
 /// `plugin run`: one offline reconcile, printed; 2 when it failed or a call was refused.

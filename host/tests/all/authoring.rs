@@ -1,8 +1,9 @@
 //! The plugin authoring kit, without a cluster: `plugin run` on the built plugins (what the operator would
-//! write, and what it refuses, with its own messages).
+//! write, and what it refuses, with its own messages), and `plugin new`'s project built outside this
+//! repository for the host and for `wasm32-wasip2`, inspected and run.
 
 use std::{
-    path::Path,
+    path::{Path, PathBuf},
     process::{Command, Output},
 };
 
@@ -201,5 +202,186 @@ fn plugin_run_shows_a_refused_write_with_the_operators_message() {
         ),
         "{stdout}"
     );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The repository's root.
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+fn git(repo: &Path, args: &[&str]) {
+    let status = Command::new("git")
+        .current_dir(repo)
+        .args([
+            "-c",
+            "user.name=kuberay-wasm test",
+            "-c",
+            "user.email=test@kuberay-wasm.invalid",
+        ])
+        .args(["-c", "commit.gpgsign=false", "-c", "tag.gpgsign=false"])
+        .args(args)
+        // The same tree gives the same commit, so the SDK is not rebuilt on every run.
+        .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
+        .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
+        .status()
+        .expect("running git");
+    assert!(status.success(), "git {args:?}");
+}
+
+/// The SDK as the repository serves it, at the tag the project names: a git repository holding the
+/// workspace's manifest (members cut to the SDK), the SDK and the WIT of this tree, tagged `v<version>`.
+fn sdk_repository(dir: &Path) -> PathBuf {
+    let repo = dir.join("kuberay-wasm.git");
+    let root = workspace();
+    copy_dir(&root.join("plugins/sdk"), &repo.join("plugins/sdk"));
+    copy_dir(&root.join("wit"), &repo.join("wit"));
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let start = manifest.find("members = [").unwrap();
+    let end = start + manifest[start..].find(']').unwrap() + 1;
+    let manifest = format!(
+        "{}members = [\"plugins/sdk\"]{}",
+        &manifest[..start],
+        &manifest[end..]
+    );
+    std::fs::write(repo.join("Cargo.toml"), manifest).unwrap();
+    git(&repo, &["init", "--quiet"]);
+    git(&repo, &["add", "--all"]);
+    git(&repo, &["commit", "--quiet", "--message", "the SDK"]);
+    git(
+        &repo,
+        &["tag", &format!("v{}", kuberay_wasm::authoring::new::SDK_VERSION)],
+    );
+    repo
+}
+
+/// `cargo ARGS` in `project`, with `https://github.com/kuberay-wasm/kuberay-wasm` answered by `repo` (git's
+/// `insteadOf`, through the git command line), into a target directory of its own.
+fn cargo(project: &Path, repo: &Path, args: &[&str]) {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| env!("CARGO").into());
+    let mut command = Command::new(cargo);
+    command.current_dir(project).args(args);
+    for var in [
+        "CARGO_ENCODED_RUSTFLAGS",
+        "RUSTFLAGS",
+        "CARGO_BUILD_RUSTFLAGS",
+        "CARGO_BUILD_TARGET",
+        "CARGO_MANIFEST_DIR",
+    ] {
+        command.env_remove(var);
+    }
+    let status = command
+        .env("CARGO_TARGET_DIR", workspace().join("target/plugin-new-test"))
+        .env("CARGO_NET_GIT_FETCH_WITH_CLI", "true")
+        .env("GIT_CONFIG_COUNT", "1")
+        .env("GIT_CONFIG_KEY_0", format!("url.file://{}.insteadOf", path(repo)))
+        .env(
+            "GIT_CONFIG_VALUE_0",
+            "https://github.com/kuberay-wasm/kuberay-wasm",
+        )
+        .status()
+        .expect("running cargo");
+    assert!(status.success(), "cargo {args:?} in {}", project.display());
+}
+
+/// One test, since it builds a project twice (minutes the first time): `plugin new`, then the project's
+/// unit tests natively and its component for `wasm32-wasip2`, exactly as its Cargo.toml says (the SDK by git
+/// at the tag), offline but for the local git repository; then `inspect` and `plugin run` on the component.
+#[test]
+fn plugin_new_writes_a_project_that_builds_outside_the_repository_and_runs() {
+    let dir = scratch_dir("plugin-new");
+    let project = dir.join("widget-maker");
+    let (code, stdout, stderr) = kuberay_wasm(&[
+        "plugin",
+        "new",
+        "widget-maker",
+        "--kind",
+        "example.com/v1alpha1/Widget",
+        "--dir",
+        path(&project),
+    ]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    let manifest = std::fs::read_to_string(project.join("Cargo.toml")).unwrap();
+    assert!(
+        manifest.contains(&format!(
+            "kuberay-plugin-sdk = {{ git = \"https://github.com/kuberay-wasm/kuberay-wasm\", tag = \"v{}\" }}",
+            kuberay_wasm::authoring::new::SDK_VERSION
+        )),
+        "{manifest}"
+    );
+    assert!(!manifest.contains("path ="), "no path dependency: {manifest}");
+    let (code, _, stderr) = kuberay_wasm(&[
+        "plugin",
+        "new",
+        "widget-maker",
+        "--kind",
+        "example.com/v1alpha1/Widget",
+        "--dir",
+        path(&project),
+    ]);
+    assert_eq!(code, Some(1), "a project is never overwritten");
+    assert!(stderr.contains("is not an empty directory"), "{stderr}");
+
+    // The workspace's lock file: the same versions as this tree, and no registry query (`--offline`).
+    let repo = sdk_repository(&dir);
+    std::fs::copy(workspace().join("Cargo.lock"), project.join("Cargo.lock")).unwrap();
+    cargo(&project, &repo, &["fetch"]);
+    cargo(&project, &repo, &["test", "--offline"]);
+    cargo(&project, &repo, &["build-plugin", "--offline"]);
+    let built = workspace().join("target/plugin-new-test/wasm32-wasip2/release/widget_maker.wasm");
+    let component = dir.join("widget-maker.wasm");
+    std::fs::copy(&built, &component).unwrap();
+
+    // The operator's policy with the project's entry appended, as the project's README says.
+    let mut policy = std::fs::read_to_string(workspace().join("host/deploy/policy.yaml")).unwrap();
+    policy.push_str(&std::fs::read_to_string(project.join("policy-entry.yaml")).unwrap());
+    std::fs::write(dir.join("policy.yaml"), policy).unwrap();
+    let (code, stdout, stderr) = kuberay_wasm(&[
+        "inspect",
+        "--policy",
+        path(&dir.join("policy.yaml")),
+        path(&component),
+    ]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("plugin:      widget-maker 0.1.0"), "{stdout}");
+    assert!(
+        stdout.contains("reconciles:  example.com/v1alpha1/Widget"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("withheld"),
+        "the entry grants all it asks: {stdout}"
+    );
+
+    let (code, stdout, stderr) = kuberay_wasm(&[
+        "plugin",
+        "run",
+        path(&component),
+        "--object",
+        path(&project.join("example.yaml")),
+        "--grant",
+        path(&project.join("policy-entry.yaml")),
+    ]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(!stdout.contains("withheld"), "{stdout}");
+    assert!(
+        stdout.contains("+++ v1/ConfigMap default/example-widget (created)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("+  greeting: hello"), "{stdout}");
+    assert!(stdout.contains("+    type: Ready"), "{stdout}");
     let _ = std::fs::remove_dir_all(dir);
 }
