@@ -108,6 +108,10 @@ pub struct Registry {
 impl Registry {
     /// A client with `options`.
     pub fn new(options: &RegistryOptions) -> Result<Self, ArtifactError> {
+        // The client takes the process's rustls provider: ring, as kube's. The operator's kube client installs
+        // it first; a command that makes no kube client (`plugin push`) must, or the client panics. Installing
+        // it again is refused, harmlessly.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let config = ClientConfig {
             protocol: ClientProtocol::Https,
             extra_root_certificates: options

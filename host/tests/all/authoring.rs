@@ -1,11 +1,15 @@
-//! The plugin authoring kit, without a cluster: `plugin run` on the built plugins (what the operator would
-//! write, and what it refuses, with its own messages), and `plugin new`'s project built outside this
-//! repository for the host and for `wasm32-wasip2`, inspected and run.
+//! The plugin authoring kit: `plugin run` on the built plugins (what the operator would write, and what it
+//! refuses, with its own messages), `plugin new`'s project built outside this repository for the host and for
+//! `wasm32-wasip2`, inspected and run (none of these needs a cluster), and `plugin push` to the test
+//! environment's registry.
 
 use std::{
     path::{Path, PathBuf},
     process::{Command, Output},
 };
+
+use kuberay_wasm::reconcileplugin::artifact::{Registry, RegistryOptions, parse_reference};
+use oci_client::secrets::RegistryAuth;
 
 use crate::support::scratch_dir;
 
@@ -203,6 +207,44 @@ fn plugin_run_shows_a_refused_write_with_the_operators_message() {
         "{stdout}"
     );
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// `plugin push` from the command line (a process with no Kubernetes client, which must set up TLS itself),
+/// to the test environment's registry: it prints the reference to pin, and that reference pulls the component.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plugin_push_prints_the_reference_a_reconcileplugin_pins() {
+    let env = crate::support::env().await;
+    let registry = env.registry().expect("the test environment's registry");
+    let repository = format!("{}/authoring-{}/chaos", registry.host_port, std::process::id());
+    let (code, stdout, stderr) = kuberay_wasm(&[
+        "plugin",
+        "push",
+        kuberay_plugin_artifacts::CHAOS,
+        &format!("{repository}:v1"),
+        "--username",
+        &registry.username,
+        "--password",
+        &registry.password,
+        "--ca-file",
+        path(registry.ca_path()),
+    ]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    let pinned = stdout.trim();
+    assert!(pinned.starts_with(&format!("{repository}@sha256:")), "{stdout}");
+    let options = RegistryOptions {
+        extra_roots: vec![std::fs::read(registry.ca_path()).unwrap()],
+        timeout: std::time::Duration::from_secs(30),
+    };
+    let auth = RegistryAuth::Basic(registry.username.clone(), registry.password.clone());
+    let pulled = Registry::new(&options)
+        .unwrap()
+        .pull(&parse_reference(pinned, false).unwrap(), &auth)
+        .await
+        .unwrap();
+    assert_eq!(
+        pulled.wasm,
+        std::fs::read(kuberay_plugin_artifacts::CHAOS).unwrap()
+    );
 }
 
 /// The repository's root.
