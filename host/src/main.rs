@@ -54,7 +54,8 @@ enum Command {
         #[arg(long)]
         policy: Option<PathBuf>,
     },
-    /// Work with plugin artifacts in OCI registries.
+    /// Write, try and publish plugins: `new` (a project to start from), `run` (one reconcile offline), `push`
+    /// (to an OCI registry).
     #[command(subcommand)]
     Plugin(PluginCommand),
     /// Internal: compile one plugin component from stdin to stdout under these limits (the operator runs
