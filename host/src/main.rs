@@ -110,7 +110,7 @@ struct RunArgs {
     /// Objects that exist besides it (YAML documents or a List): what the plugin reads and may own.
     #[arg(long)]
     objects: Option<PathBuf>,
-    /// Its grant: a policy entry (policy-entry.yaml), a ReconcilePlugin's `grant`, or a policy file. Default:
+    /// Its grant: a policy entry (policy-entry.yaml), a ReconcilePlugin or its `grant`, or a policy file. Default:
     /// the policy's entry named like the plugin, else what the plugin asks for under the policy's defaults.
     #[arg(long)]
     grant: Option<PathBuf>,

@@ -1,5 +1,5 @@
-//! Which grant `plugin run` runs a plugin under: the `--grant` file (a policy entry, a `ReconcilePlugin`'s
-//! `grant`, or a whole policy file), else the policy's entry named like the plugin, else what the plugin asks
+//! Which grant `plugin run` runs a plugin under: the `--grant` file (a policy entry, a `ReconcilePlugin` or
+//! its `grant`, or a whole policy file), else the policy's entry named like the plugin, else what the plugin asks
 //! for under the policy's `defaults`. Whatever the source, the grant is then made as the operator makes it
 //! (`policy::grant_for_entry`, through `Sandbox::load_artifact`): what the plugin asks for **and** what the
 //! entry allows.
@@ -71,6 +71,19 @@ pub(crate) fn choose(
             "not a policy entry, a ReconcilePlugin grant or a policy file".into(),
         ));
     };
+    // A whole ReconcilePlugin resource: its name, its kind and its grant.
+    if fields.get("kind").and_then(Value::as_str) == Some("ReconcilePlugin") {
+        let resource = Value::Object(fields);
+        let at = |pointer: &str| resource.pointer(pointer).cloned().unwrap_or_default();
+        let mut entry = match at("/spec/grant") {
+            Value::Object(grant) => grant,
+            Value::Null => Map::new(),
+            _ => return Err(invalid("spec.grant is not a map".into())),
+        };
+        entry.insert("name".into(), at("/metadata/name"));
+        entry.insert("reconciles".into(), at("/spec/reconciles"));
+        fields = entry;
+    }
     if fields.contains_key("plugins") {
         let policy = Policy::parse(text).map_err(|e| invalid(e.to_string()))?;
         let Some(entry) = policy.entry_named(&metadata.name) else {
@@ -148,4 +161,72 @@ pub(crate) fn asked_for(metadata: &PluginMetadata) -> Map<String, Value> {
         fields.insert("finalizer".into(), json!(finalizer));
     }
     fields
+}
+
+#[cfg(test)]
+mod tests {
+    use kuberay_plugin_sdk::{Capability, Kind, Verb};
+
+    use super::*;
+
+    fn metadata() -> PluginMetadata {
+        let widgets = Kind::new("example.com", "v1", "Widget");
+        let config_maps = Kind::new("", "v1", "ConfigMap");
+        PluginMetadata {
+            name: "widget".into(),
+            version: "1".into(),
+            reconciles: widgets.clone(),
+            owns: vec![config_maps.clone()],
+            capabilities: vec![
+                Capability::new(widgets, &[Verb::ApplyStatus]),
+                Capability::new(config_maps, &[Verb::Get, Verb::Apply]),
+            ],
+            finalizer: None,
+            uses_ray_head: false,
+        }
+    }
+
+    fn chosen(grant: Option<&str>) -> Result<Chosen, RunError> {
+        choose(
+            &Policy::builtin(),
+            "the built-in policy",
+            &metadata(),
+            &"a".repeat(64),
+            grant.map(|text| ("grant.yaml", text)),
+        )
+    }
+
+    #[test]
+    fn each_form_of_grant_gives_an_entry_named_after_the_plugin() {
+        let entry = "- {name: widget, file: widget.wasm, reconciles: example.com/v1/Widget, verbs: {v1/ConfigMap: [get]}}";
+        let resource = "apiVersion: plugins.kuberay-wasm.io/v1alpha1\nkind: ReconcilePlugin\n\
+                        metadata: {name: widget}\nspec: {reconciles: example.com/v1/Widget, artifact: x,\n\
+                        grant: {verbs: {v1/ConfigMap: [get]}}}";
+        let grant = "verbs: {v1/ConfigMap: [get]}";
+        for text in [entry, resource, grant] {
+            let chosen = chosen(Some(text)).unwrap();
+            assert_eq!(chosen.name, "widget");
+            let entry = chosen.policy.entry_named("widget").unwrap();
+            assert_eq!(entry.verbs.len(), 1, "{text}");
+            assert!(
+                chosen.policy.entry_named("raycluster").is_some(),
+                "the rest stays"
+            );
+        }
+        // No grant: what it asks for, under the defaults.
+        let asked = chosen(None).unwrap();
+        let entry = asked.policy.entry_named("widget").unwrap();
+        assert_eq!(entry.verbs.len(), 2);
+        assert!(asked.source.contains("what the plugin asks for"));
+    }
+
+    #[test]
+    fn a_pin_that_is_not_the_component_and_a_policy_without_the_plugin_are_refused() {
+        let pinned = format!("sha256: {}", "b".repeat(64));
+        let error = chosen(Some(&pinned)).err().unwrap().to_string();
+        assert!(error.contains("is not the one the policy pins"), "{error}");
+        let policy = "plugins: [{name: other, file: o.wasm, reconciles: example.com/v1/Other}]";
+        let error = chosen(Some(policy)).err().unwrap().to_string();
+        assert!(error.contains("no entry named \"widget\""), "{error}");
+    }
 }

@@ -52,7 +52,7 @@ pub struct RunOptions {
     pub object: PathBuf,
     /// Other objects that exist (YAML documents, or a `List`), in the object's namespace unless they name one.
     pub objects: Option<PathBuf>,
-    /// The grant: a policy entry, a `ReconcilePlugin`'s `grant`, or a policy file.
+    /// The grant: a policy entry, a `ReconcilePlugin` or its `grant`, or a policy file.
     pub grant: Option<PathBuf>,
     /// The policy whose entry and defaults apply (the built-in one when `None`).
     pub policy: Option<PathBuf>,
