@@ -435,6 +435,7 @@ async fn inspect(plugin: PathBuf, policy: Option<PathBuf>) -> anyhow::Result<()>
                 timeout: DEFAULT_COMPILE_TIMEOUT,
                 memory_bytes: DEFAULT_COMPILE_MEMORY_MIB << 20,
             }),
+            base_config: kuberay_wasm::sandbox::base_config(kuberay_rayhead::DEFAULT_CLUSTER_DOMAIN),
         },
         Metrics::new(),
     )?;

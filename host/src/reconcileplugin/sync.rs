@@ -254,7 +254,7 @@ impl Loop<'_> {
             .ctx
             .sandbox
             .policy()
-            .with_resource(name, &spec.reconciles, &spec.grant)
+            .with_resource(name, &spec.reconciles, &spec.grant, spec.config.as_ref())
             .map_err(|e| match e {
                 PolicyError::Clash(m) => Failure::new("PluginClash", m),
                 other => Failure::new("InvalidGrant", other.to_string()),

@@ -23,6 +23,7 @@ mod isolated;
 mod kuberay_samples;
 mod leadership;
 mod limits;
+mod plugin_config;
 mod policy;
 mod provenance;
 mod python_plugin;
