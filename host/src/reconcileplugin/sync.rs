@@ -259,7 +259,10 @@ impl Loop<'_> {
                 PolicyError::Clash(m) => Failure::new("PluginClash", m),
                 other => Failure::new("InvalidGrant", other.to_string()),
             })?;
+        let pulling = Instant::now();
         let (digest, wasm) = self.component(&reference, spec).await?;
+        let pulled = pulling.elapsed();
+        let loading = Instant::now();
         let plugin = self
             .ctx
             .sandbox
@@ -271,6 +274,10 @@ impl Loop<'_> {
             kind: plugin.metadata.reconciles.clone(),
             version: plugin.metadata.version.clone(),
         };
+        tracing::info!(
+            reconcileplugin = %name, digest = %serving.digest, pull_ms = pulled.as_millis() as u64,
+            load_ms = loading.elapsed().as_millis() as u64, "plugin version verified; serving it"
+        );
         let replaced = self
             .tracked
             .get(name)
