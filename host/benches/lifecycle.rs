@@ -281,11 +281,16 @@ async fn rollouts(env: &TestEnv, ns: &str, component: &[u8]) {
         artifact::{Registry, RegistryOptions},
         resource::ReconcilePlugin,
     };
-    let registry = env.registry().expect("the test environment's registry (make registry)");
+    let registry = env
+        .registry()
+        .expect("the test environment's registry (make registry)");
     let client = env.client().await.unwrap();
-    kuberay_testenv::crds::install(&client, &Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/crds"))
-        .await
-        .unwrap();
+    kuberay_testenv::crds::install(
+        &client,
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/crds"),
+    )
+    .await
+    .unwrap();
     let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), ns);
     let secret = serde_json::json!({
         "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "regcred"},
@@ -318,8 +323,14 @@ async fn rollouts(env: &TestEnv, ns: &str, component: &[u8]) {
     let selector = format!("kuberay-wasm-bench={}", std::process::id());
     let ca = registry.ca_path().display().to_string();
     let extra: Vec<String> = [
-        "--disable-plugins", "raycluster", "--plugin-registry-ca", &ca, "--operator-namespace", ns,
-        "--plugin-resource-selector", &selector,
+        "--disable-plugins",
+        "raycluster",
+        "--plugin-registry-ca",
+        &ca,
+        "--operator-namespace",
+        ns,
+        "--plugin-resource-selector",
+        &selector,
     ]
     .map(String::from)
     .to_vec();
@@ -339,7 +350,13 @@ async fn rollouts(env: &TestEnv, ns: &str, component: &[u8]) {
                  "grant": grant},
     });
     for _ in 0..30 {
-        match api.create(&PostParams::default(), &serde_json::from_value(resource.clone()).unwrap()).await {
+        match api
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(resource.clone()).unwrap(),
+            )
+            .await
+        {
             Ok(_) => break,
             // The previous run's resource may still be going.
             Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
