@@ -232,6 +232,9 @@ impl Loop<'_> {
             if leading {
                 self.event(resource, event).await;
             }
+        } else if !spec.paused {
+            // A change that decides nothing (only `paused` back to false) is in effect as it is.
+            tracked.generation = resource.metadata.generation;
         }
         if leading {
             self.write_status(resource).await;
