@@ -108,6 +108,9 @@ pub struct Registry {
 impl Registry {
     /// A client with `options`.
     pub fn new(options: &RegistryOptions) -> Result<Self, ArtifactError> {
+        // reqwest built without a provider takes the process default, and panics when there is none: install
+        // ring, the one kube uses (an error only says another was installed first, which then serves).
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let config = ClientConfig {
             protocol: ClientProtocol::Https,
             extra_root_certificates: options
