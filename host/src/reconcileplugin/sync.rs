@@ -29,6 +29,7 @@ use super::{
     artifact::{self, Registry},
     credentials,
     resource::{ReconcilePlugin, ReconcilePluginSpec, ReconcilePluginStatus, short},
+    signature::{self, PublicKey},
 };
 use crate::{
     metrics::Metrics,
@@ -39,6 +40,9 @@ use crate::{
 
 /// Pulled components kept in memory by manifest digest, so that a rollback needs no pull.
 const BLOBS_KEPT: usize = 8;
+/// Signature checks that passed, kept so that a rollback to a version verified with the same key needs no
+/// registry either.
+const VERIFIED_KEPT: usize = 32;
 /// How often the loop looks again without a change (retries, a leadership change).
 const TICK: Duration = Duration::from_secs(2);
 const FIRST_RETRY: Duration = Duration::from_secs(5);
@@ -130,6 +134,7 @@ pub(crate) async fn run(ctx: Context) {
         ),
         tracked: HashMap::new(),
         blobs: VecDeque::new(),
+        verified: Verified::default(),
     };
     let mut tick = tokio::time::interval(TICK);
     let mut listed = false;
@@ -157,6 +162,46 @@ struct Loop<'a> {
     recorder: Recorder,
     tracked: HashMap<String, Tracked>,
     blobs: VecDeque<(String, Arc<Vec<u8>>)>,
+    verified: Verified,
+}
+
+/// The signature checks that passed, by repository, manifest digest and key: a version the blob cache holds is
+/// served without a pull, but never without a check of its signature with the key the resource names now.
+#[derive(Debug, Default)]
+struct Verified(VecDeque<(String, String, String)>);
+
+impl Verified {
+    fn entry(reference: &Reference, digest: &str, key: &PublicKey) -> (String, String, String) {
+        (
+            format!("{}/{}", reference.registry(), reference.repository()),
+            digest.to_string(),
+            key.fingerprint().to_string(),
+        )
+    }
+
+    fn contains(&self, reference: &Reference, digest: &str, key: &PublicKey) -> bool {
+        self.0.contains(&Self::entry(reference, digest, key))
+    }
+
+    fn insert(&mut self, reference: &Reference, digest: &str, key: &PublicKey) {
+        let entry = Self::entry(reference, digest, key);
+        if self.0.contains(&entry) {
+            return;
+        }
+        if self.0.len() == VERIFIED_KEPT {
+            self.0.pop_front();
+        }
+        self.0.push_back(entry);
+    }
+}
+
+/// The key a resource's versions must be signed with, if it names one; checked before anything is pulled.
+fn verification_key(spec: &ReconcilePluginSpec) -> Result<Option<PublicKey>, Failure> {
+    spec.verification
+        .as_ref()
+        .map(|v| PublicKey::from_pem(&v.public_key))
+        .transpose()
+        .map_err(|e| Failure::new(e.reason(), format!("spec.verification.publicKey: {e}")))
 }
 
 impl Loop<'_> {
@@ -245,12 +290,7 @@ impl Loop<'_> {
     async fn roll_out(&mut self, name: &str, spec: &ReconcilePluginSpec) -> Result<Serving, Failure> {
         let reference = artifact::parse_reference(&spec.artifact, self.ctx.options.allow_tags)
             .map_err(|e| Failure::new(e.reason(), e.to_string()))?;
-        if spec.verification.is_some() {
-            return Err(Failure::new(
-                "SignatureUnsupported",
-                "signature verification is not available in this version of the operator",
-            ));
-        }
+        let key = verification_key(spec)?;
         parse_kind(&spec.reconciles)
             .map_err(|e| Failure::new("InvalidGrant", format!("spec.reconciles: {e}")))?;
         let policy = self
@@ -263,7 +303,11 @@ impl Loop<'_> {
                 other => Failure::new("InvalidGrant", other.to_string()),
             })?;
         let pulling = Instant::now();
-        let (digest, wasm) = self.component(&reference, spec).await?;
+        let (digest, wasm, auth) = self.component(&reference, spec).await?;
+        if let Some(key) = &key {
+            self.verify(&reference, spec, &digest, key, auth).await?;
+        }
+        // The pull and the signature check.
         let pulled = pulling.elapsed();
         let loading = Instant::now();
         let plugin = self
@@ -299,16 +343,17 @@ impl Loop<'_> {
         Ok(serving)
     }
 
-    /// The component `reference` names, from memory or the registry.
+    /// The component `reference` names, from memory or the registry, with the credentials it was pulled with
+    /// (none when it came from memory).
     async fn component(
         &mut self,
         reference: &Reference,
         spec: &ReconcilePluginSpec,
-    ) -> Result<(String, Arc<Vec<u8>>), Failure> {
+    ) -> Result<(String, Arc<Vec<u8>>, Option<RegistryAuth>), Failure> {
         if let Some(digest) = reference.digest()
             && let Some((_, wasm)) = self.blobs.iter().find(|(d, _)| d == digest)
         {
-            return Ok((digest.to_string(), wasm.clone()));
+            return Ok((digest.to_string(), wasm.clone(), None));
         }
         let auth = self.credentials(reference, spec).await?;
         let pulled = self.registry.pull(reference, &auth).await.map_err(|e| {
@@ -327,7 +372,39 @@ impl Loop<'_> {
         }
         self.blobs
             .push_back((pulled.manifest_digest.clone(), wasm.clone()));
-        Ok((pulled.manifest_digest, wasm))
+        Ok((pulled.manifest_digest, wasm, Some(auth)))
+    }
+
+    /// Refuses the version `digest` unless its repository holds a cosign signature of it that `key` verifies
+    /// (`signature.rs`); a pass is remembered for that repository, digest and key.
+    async fn verify(
+        &mut self,
+        reference: &Reference,
+        spec: &ReconcilePluginSpec,
+        digest: &str,
+        key: &PublicKey,
+        auth: Option<RegistryAuth>,
+    ) -> Result<(), Failure> {
+        if self.verified.contains(reference, digest, key) {
+            return Ok(());
+        }
+        let auth = match auth {
+            Some(auth) => auth,
+            None => self.credentials(reference, spec).await?,
+        };
+        signature::verify(&self.registry, reference, &auth, digest, key)
+            .await
+            .map_err(|e| {
+                let failure = Failure::new(e.reason(), e.to_string());
+                if e.transient() {
+                    failure.transient()
+                } else {
+                    failure
+                }
+            })?;
+        tracing::info!(artifact = %spec.artifact, %digest, key = key.fingerprint(), "signature verified");
+        self.verified.insert(reference, digest, key);
+        Ok(())
     }
 
     async fn credentials(
@@ -483,5 +560,62 @@ fn status(
         } else {
             tracked.generation.or(generation)
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reconcileplugin::{resource::Verification, signature::SigningKey};
+
+    #[test]
+    fn a_signature_check_is_remembered_per_repository_digest_and_key() {
+        let (key, other_key) = (
+            SigningKey::generate().unwrap().public_key(),
+            SigningKey::generate().unwrap().public_key(),
+        );
+        let digest = artifact::sha256_digest(b"manifest");
+        let reference: Reference = format!("127.0.0.1:5000/plugins/rc@{digest}").parse().unwrap();
+        let mirror: Reference = format!("127.0.0.1:5000/mirror/rc@{digest}").parse().unwrap();
+        let mut verified = Verified::default();
+        assert!(!verified.contains(&reference, &digest, &key));
+        verified.insert(&reference, &digest, &key);
+        verified.insert(&reference, &digest, &key);
+        assert_eq!(verified.0.len(), 1);
+        assert!(verified.contains(&reference, &digest, &key));
+        // The key changed: the cached version is checked again, as is the same digest elsewhere.
+        assert!(!verified.contains(&reference, &digest, &other_key));
+        assert!(!verified.contains(&mirror, &digest, &key));
+        assert!(!verified.contains(&reference, &artifact::sha256_digest(b"other"), &key));
+        // Bounded: the oldest goes first.
+        for i in 0..VERIFIED_KEPT {
+            verified.insert(&reference, &artifact::sha256_digest(&i.to_le_bytes()), &key);
+        }
+        assert_eq!(verified.0.len(), VERIFIED_KEPT);
+        assert!(!verified.contains(&reference, &digest, &key));
+    }
+
+    #[test]
+    fn the_key_is_read_before_anything_is_pulled() {
+        let mut spec = ReconcilePluginSpec::default();
+        assert_eq!(verification_key(&spec), Ok(None));
+        let key = SigningKey::generate().unwrap().public_key();
+        spec.verification = Some(Verification {
+            public_key: key.to_pem().unwrap(),
+        });
+        assert_eq!(verification_key(&spec), Ok(Some(key)));
+        for bad in ["", "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n"] {
+            spec.verification = Some(Verification {
+                public_key: bad.into(),
+            });
+            let failure = verification_key(&spec).unwrap_err();
+            assert_eq!(failure.reason, "InvalidPublicKey");
+            assert!(!failure.transient);
+            assert!(
+                failure.message.starts_with("spec.verification.publicKey: "),
+                "{}",
+                failure.message
+            );
+        }
     }
 }
