@@ -30,9 +30,8 @@ use kuberay_wasm::{
 use oci_client::secrets::RegistryAuth;
 use serde_json::{Value, json};
 
-use crate::support::{OperatorOptions, env, eventually, namespace, start_operator};
+use crate::support::{OperatorOptions, env, namespace, start_operator};
 
-const TIMEOUT: Duration = Duration::from_secs(180);
 /// What cosign v3 needs to sign in its classic layout without any Sigstore service: a key, no transparency
 /// log, no signing config fetched, and the `.sig` tag rather than a Sigstore bundle.
 const COSIGN_SIGN_OFFLINE: [&str; 4] = [
@@ -245,18 +244,9 @@ async fn our_signatures_verify_with_cosign_and_cosigns_with_ours() {
     }
 }
 
-async fn plugin_status(api: &Api<ReconcilePlugin>, name: &str) -> Value {
-    let object = api.get(name).await.unwrap();
-    serde_json::to_value(object.status).unwrap_or_default()
-}
-
 /// Waits until the `rayjob` resource's status satisfies `check`, and returns it.
 async fn until(api: &Api<ReconcilePlugin>, what: &str, check: impl Fn(&Value) -> bool) -> Value {
-    eventually(what, TIMEOUT, || async {
-        let status = plugin_status(api, "rayjob").await;
-        check(&status).then_some(status)
-    })
-    .await
+    crate::reconcileplugin::until_named(api, "rayjob", what, check).await
 }
 
 fn degraded_reason(status: &Value) -> Option<&str> {

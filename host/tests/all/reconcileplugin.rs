@@ -444,7 +444,7 @@ async fn a_standby_serves_the_new_version_before_it_leads() {
     standby.stop().await;
 }
 
-async fn until_named(
+pub(crate) async fn until_named(
     api: &Api<ReconcilePlugin>,
     name: &str,
     what: &str,
