@@ -12,12 +12,11 @@ use std::{
     time::Duration,
 };
 
-use k8s_openapi::{ByteString, api::core::v1::Secret};
 use kube::{
     Api,
-    api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams},
+    api::{DeleteParams, Patch, PatchParams, PostParams},
 };
-use kuberay_testenv::{crds, paths::Layout, registry::Registry as TestRegistry};
+use kuberay_testenv::{paths::Layout, registry::Registry as TestRegistry};
 use kuberay_wasm::{
     policy::Policy,
     reconcileplugin::{
@@ -30,7 +29,10 @@ use kuberay_wasm::{
 use oci_client::secrets::RegistryAuth;
 use serde_json::{Value, json};
 
-use crate::support::{OperatorOptions, env, namespace, start_operator};
+use crate::{
+    reconcileplugin::{Setup, pull_secret, registry_options, setup},
+    support::{OperatorOptions, env, start_operator},
+};
 
 /// What cosign v3 needs to sign in its classic layout without any Sigstore service: a key, no transparency
 /// log, no signing config fetched, and the `.sig` tag rather than a Sigstore bundle.
@@ -259,20 +261,13 @@ fn degraded_reason(status: &Value) -> Option<&str> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resource_with_a_key_serves_only_versions_signed_with_it() {
-    let env = env().await;
-    let client = env.client().await.unwrap();
-    crds::install(
-        &client,
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/crds"),
-    )
-    .await
-    .unwrap();
-    let ns = namespace(env, "rpsign").await;
-    let registry = env.registry().expect("the test environment's registry");
-    let client_options = RegistryOptions {
-        extra_roots: vec![std::fs::read(registry.ca_path()).unwrap()],
-        timeout: Duration::from_secs(30),
-    };
+    let Setup {
+        env,
+        client,
+        ns,
+        registry,
+    } = setup("rpsign").await;
+    let client_options = registry_options(registry);
     let oci = Registry::new(&client_options).unwrap();
     let auth = RegistryAuth::Basic(registry.username.clone(), registry.password.clone());
     let repository = format!("{}/{}/rayjob", registry.host_port, ns.name());
@@ -296,23 +291,7 @@ async fn a_resource_with_a_key_serves_only_versions_signed_with_it() {
     let [(v1, d1), (v2, d2), (v3, _)] = <[(String, String); 3]>::try_from(pinned).unwrap();
     let pem = |key: &SigningKey| key.public_key().to_pem().unwrap();
 
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), ns.name());
-    let secret = Secret {
-        metadata: ObjectMeta {
-            name: Some("regcred".into()),
-            ..Default::default()
-        },
-        type_: Some("kubernetes.io/dockerconfigjson".into()),
-        data: Some(
-            [(
-                ".dockerconfigjson".to_string(),
-                ByteString(registry.docker_config_json(&registry.host_port).into_bytes()),
-            )]
-            .into(),
-        ),
-        ..Default::default()
-    };
-    secrets.create(&PostParams::default(), &secret).await.unwrap();
+    pull_secret(&client, &ns, registry).await;
 
     let selector = format!("kuberay-wasm-test={}", ns.name());
     let operator = start_operator(

@@ -93,16 +93,12 @@ fn raycluster(name: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resource_rolls_a_plugin_out_back_and_refuses_bad_versions_while_the_old_one_serves() {
-    let env = env().await;
-    let client = env.client().await.unwrap();
-    crds::install(
-        &client,
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/crds"),
-    )
-    .await
-    .unwrap();
-    let ns = namespace(env, "rplugin").await;
-    let registry = env.registry().expect("the test environment's registry");
+    let Setup {
+        env,
+        client,
+        ns,
+        registry,
+    } = setup("rplugin").await;
 
     // v1, v2 (same plugin, another digest) and a broken version, pushed with the library's client.
     let wasm = std::fs::read(kuberay_plugin_artifacts::RAYCLUSTER).unwrap();
@@ -274,8 +270,35 @@ async fn a_resource_rolls_a_plugin_out_back_and_refuses_bad_versions_while_the_o
     operator.stop().await;
 }
 
+/// A test namespace, the ReconcilePlugin CRD installed, and the environment's registry.
+pub(crate) struct Setup {
+    pub(crate) env: &'static kuberay_testenv::TestEnv,
+    pub(crate) client: Client,
+    pub(crate) ns: kuberay_testenv::TestNamespace,
+    pub(crate) registry: &'static kuberay_testenv::registry::Registry,
+}
+
+pub(crate) async fn setup(prefix: &str) -> Setup {
+    let env = env().await;
+    let client = env.client().await.unwrap();
+    crds::install(
+        &client,
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/crds"),
+    )
+    .await
+    .unwrap();
+    let ns = namespace(env, prefix).await;
+    let registry = env.registry().expect("the test environment's registry");
+    Setup {
+        env,
+        client,
+        ns,
+        registry,
+    }
+}
+
 /// The pull Secret `regcred`, in the namespace the tests' operators take for their own.
-async fn pull_secret(
+pub(crate) async fn pull_secret(
     client: &Client,
     ns: &kuberay_testenv::TestNamespace,
     registry: &kuberay_testenv::registry::Registry,
@@ -301,7 +324,7 @@ async fn pull_secret(
 }
 
 /// How the operator and the tests reach the environment's registry: trusting its CA.
-fn registry_options(registry: &kuberay_testenv::registry::Registry) -> RegistryOptions {
+pub(crate) fn registry_options(registry: &kuberay_testenv::registry::Registry) -> RegistryOptions {
     RegistryOptions {
         extra_roots: vec![std::fs::read(registry.ca_path()).unwrap()],
         timeout: Duration::from_secs(30),
@@ -334,17 +357,13 @@ async fn a_standby_serves_the_new_version_before_it_leads() {
 
     use crate::containment::{chaos_api, install_chaos_crd_for_tests};
 
-    let env = env().await;
-    let client = env.client().await.unwrap();
-    crds::install(
-        &client,
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/crds"),
-    )
-    .await
-    .unwrap();
+    let Setup {
+        env,
+        client,
+        ns,
+        registry,
+    } = setup("rplugin-standby").await;
     install_chaos_crd_for_tests(&client).await;
-    let ns = namespace(env, "rplugin-standby").await;
-    let registry = env.registry().expect("the test environment's registry");
     let wasm = std::fs::read(kuberay_plugin_artifacts::CHAOS).unwrap();
     let v1 = push(registry, ns.name(), "chaos", "v1", wasm.clone()).await;
     let v2 = push(registry, ns.name(), "chaos", "v2", variant(&wasm, "v2")).await;
