@@ -47,6 +47,10 @@ const VERIFIED_KEPT: usize = 32;
 const TICK: Duration = Duration::from_secs(2);
 const FIRST_RETRY: Duration = Duration::from_secs(5);
 const LAST_RETRY: Duration = Duration::from_secs(300);
+/// The field manager of the status, which is applied whole.
+const STATUS_MANAGER: &str = "kuberay-wasm-plugins";
+/// How often at most a replica writes over a status another operator installation wrote.
+const CONTESTED_WRITES: Duration = Duration::from_secs(60);
 
 /// What the loop needs from the operator.
 pub(crate) struct Context {
@@ -56,6 +60,8 @@ pub(crate) struct Context {
     pub(crate) readiness: Arc<Readiness>,
     pub(crate) metrics: Metrics,
     pub(crate) instance: Option<String>,
+    /// This installation's name in the status (`operator`): its Lease as `namespace/name`.
+    pub(crate) operator: String,
     pub(crate) options: ResourceOptions,
 }
 
@@ -102,6 +108,8 @@ struct Tracked {
     failure: Option<Failure>,
     retry: Option<(Instant, Duration)>,
     generation: Option<i64>,
+    /// When this replica last wrote over a status another installation had written.
+    contested: Option<Instant>,
 }
 
 /// Runs until the operator stops: watches the resources and serves what they name.
@@ -463,21 +471,39 @@ impl Loop<'_> {
     }
 
     /// Writes the status this replica sees, if it differs from the one recorded.
-    async fn write_status(&self, resource: &ReconcilePlugin) {
+    async fn write_status(&mut self, resource: &ReconcilePlugin) {
         let name = resource.name_any();
-        let Some(tracked) = self.tracked.get(&name) else {
+        let Some(tracked) = self.tracked.get_mut(&name) else {
             return;
         };
         let current = resource.status.clone().unwrap_or_default();
-        let status = status(tracked, resource, &current);
+        let status = status(tracked, resource, &current, &self.ctx.operator);
         if status == current {
             return;
         }
-        let patch = serde_json::json!({ "status": status });
-        let result = self
-            .api
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await;
+        if let Some(other) = current.operator.as_deref().filter(|o| *o != self.ctx.operator) {
+            // Two installations would otherwise overwrite each other at every tick.
+            if tracked
+                .contested
+                .is_some_and(|at| at.elapsed() < CONTESTED_WRITES)
+            {
+                return;
+            }
+            tracked.contested = Some(Instant::now());
+            tracing::warn!(
+                reconcileplugin = %name, other_operator = other, operator = %self.ctx.operator,
+                "another operator installation serves this resource too and writes its status; give each \
+                 installation its own --plugin-resource-selector"
+            );
+        }
+        // Applied whole, so that no field another writer left behind (a digest beside a refusal) survives.
+        let patch = serde_json::json!({
+            "apiVersion": ReconcilePlugin::api_version(&()),
+            "kind": ReconcilePlugin::kind(&()),
+            "status": status,
+        });
+        let params = PatchParams::apply(STATUS_MANAGER).force();
+        let result = self.api.patch_status(&name, &params, &Patch::Apply(&patch)).await;
         if let Err(e) = result {
             tracing::warn!(reconcileplugin = %name, error = %e, "could not write the status");
         }
@@ -507,6 +533,7 @@ fn status(
     tracked: &Tracked,
     resource: &ReconcilePlugin,
     current: &ReconcilePluginStatus,
+    operator: &str,
 ) -> ReconcilePluginStatus {
     let paused_behind =
         resource.spec.paused && tracked.attempted.as_deref() != Some(desired_key(&resource.spec).as_str());
@@ -560,6 +587,7 @@ fn status(
         } else {
             tracked.generation.or(generation)
         },
+        operator: Some(operator.to_string()),
     }
 }
 

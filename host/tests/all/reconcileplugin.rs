@@ -168,6 +168,8 @@ async fn a_resource_rolls_a_plugin_out_back_and_refuses_bad_versions_while_the_o
         "{first}"
     );
     assert_eq!(first["shortDigest"], d1.trim_start_matches("sha256:")[..12]);
+    // The installation that wrote it, so that two installations serving one resource can be told apart.
+    assert_eq!(first["operator"], format!("test-{}", ns.name()), "{first}");
 
     let clusters = rayclusters(&client, &ns);
     apply(&clusters, &raycluster("before")).await;
