@@ -14,6 +14,7 @@ use kuberay_wasm::{
     reconcileplugin::{
         ResourceOptions,
         artifact::{self, RegistryOptions},
+        signature,
     },
     sandbox::{CallLimits, ChildCompiler, CompileLimits, Sandbox, SandboxConfig},
     telemetry::{self, LogFormat},
@@ -94,6 +95,29 @@ enum PluginCommand {
         file: PathBuf,
         /// Where to push it: `registry[:port]/repository[:tag]`.
         reference: String,
+        /// Also sign it with this key (an unencrypted PKCS#8 PEM ECDSA P-256 private key, as `plugin keygen`
+        /// writes): pushes a cosign signature (the `sha256-<digest>.sig` tag) that `cosign verify --key` and a
+        /// ReconcilePlugin's `spec.verification.publicKey` accept.
+        #[arg(long)]
+        sign_key: Option<PathBuf>,
+        #[command(flatten)]
+        registry: RegistryArgs,
+    },
+    /// Write a key pair for signing plugin artifacts: DIR/plugin.key (PKCS#8 PEM, mode 0600, for `plugin push
+    /// --sign-key`) and DIR/plugin.pub (the PEM public key a ReconcilePlugin's spec.verification.publicKey
+    /// holds). Existing files are not overwritten.
+    Keygen {
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Check that an artifact carries a cosign signature the public key verifies, as the operator does for a
+    /// ReconcilePlugin with spec.verification; prints the digest checked.
+    Verify {
+        /// `registry[:port]/repository@sha256:...` (or a tag, resolved to its digest first).
+        reference: String,
+        /// The PEM public key (`plugin keygen`'s plugin.pub, or `cosign generate-key-pair`'s cosign.pub).
+        #[arg(long)]
+        key: PathBuf,
         #[command(flatten)]
         registry: RegistryArgs,
     },
@@ -129,7 +153,7 @@ struct RunArgs {
     plugin_memory_mib: usize,
 }
 
-/// How `plugin push` reaches a registry.
+/// How `plugin push` and `plugin verify` reach a registry.
 #[derive(clap::Args)]
 struct RegistryArgs {
     /// User name for the registry (none: anonymous).
@@ -344,8 +368,17 @@ fn main() -> std::process::ExitCode {
             Command::Plugin(PluginCommand::Push {
                 file,
                 reference,
+                sign_key,
                 registry,
-            }) => runtime.block_on(push(file, reference, registry)).map(success),
+            }) => runtime
+                .block_on(push(file, reference, sign_key, registry))
+                .map(success),
+            Command::Plugin(PluginCommand::Keygen { out }) => keygen(&out).map(success),
+            Command::Plugin(PluginCommand::Verify {
+                reference,
+                key,
+                registry,
+            }) => runtime.block_on(verify(reference, key, registry)).map(success),
             Command::Plugin(PluginCommand::New { name, kind, dir }) => {
                 new_plugin(&name, &kind, dir.as_deref()).map(success)
             }
@@ -497,25 +530,96 @@ fn load_policy(path: Option<&std::path::Path>) -> anyhow::Result<Policy> {
     Ok(policy)
 }
 
-async fn push(file: PathBuf, reference: String, args: RegistryArgs) -> anyhow::Result<()> {
+impl RegistryArgs {
+    fn client(&self) -> anyhow::Result<(artifact::Registry, RegistryAuth)> {
+        let mut extra_roots = Vec::new();
+        for path in &self.ca_file {
+            extra_roots.push(std::fs::read(path).with_context(|| format!("reading {}", path.display()))?);
+        }
+        let registry = artifact::Registry::new(&RegistryOptions {
+            extra_roots,
+            timeout: Duration::from_secs(60),
+        })?;
+        let auth = match (&self.username, &self.password) {
+            (Some(user), Some(password)) => RegistryAuth::Basic(user.clone(), password.clone()),
+            (None, None) => RegistryAuth::Anonymous,
+            _ => anyhow::bail!("give both --username and --password, or neither"),
+        };
+        Ok((registry, auth))
+    }
+}
+
+async fn push(
+    file: PathBuf,
+    reference: String,
+    sign_key: Option<PathBuf>,
+    args: RegistryArgs,
+) -> anyhow::Result<()> {
     let wasm = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
     let parsed = artifact::parse_reference(&reference, true)?;
-    let mut extra_roots = Vec::new();
-    for path in &args.ca_file {
-        extra_roots.push(std::fs::read(path).with_context(|| format!("reading {}", path.display()))?);
-    }
-    let registry = artifact::Registry::new(&RegistryOptions {
-        extra_roots,
-        timeout: Duration::from_secs(60),
-    })?;
-    let auth = match (args.username, args.password) {
-        (Some(user), Some(password)) => RegistryAuth::Basic(user, password),
-        (None, None) => RegistryAuth::Anonymous,
-        _ => anyhow::bail!("give both --username and --password, or neither"),
+    // The key is read before anything is pushed, so a bad one pushes nothing.
+    let key = match &sign_key {
+        Some(path) => {
+            let pem = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+            Some(signature::SigningKey::from_pem(&pem).with_context(|| path.display().to_string())?)
+        }
+        None => None,
     };
+    let (registry, auth) = args.client()?;
     let digest = registry.push(&parsed, &auth, wasm).await?;
+    if let Some(key) = key {
+        let signatures = signature::sign(&registry, &parsed, &auth, &digest, &key).await?;
+        eprintln!(
+            "signed with the key {}: {}",
+            key.public_key().fingerprint(),
+            signatures.whole()
+        );
+    }
     let repository = format!("{}/{}", parsed.registry(), parsed.repository());
     println!("{repository}@{digest}");
+    Ok(())
+}
+
+fn keygen(out: &std::path::Path) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let key = signature::SigningKey::generate()?;
+    let public = key.public_key().to_pem()?;
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let write = |name: &str, mode: u32, text: &str| -> anyhow::Result<PathBuf> {
+        let path = out.join(name);
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&path)
+            .with_context(|| format!("creating {}", path.display()))?;
+        file.write_all(text.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
+        Ok(path)
+    };
+    let private = write("plugin.key", 0o600, &key.to_pem()?)?;
+    let public = write("plugin.pub", 0o644, &public)?;
+    eprintln!(
+        "wrote {} and {} (key {})",
+        private.display(),
+        public.display(),
+        key.public_key().fingerprint()
+    );
+    Ok(())
+}
+
+async fn verify(reference: String, key: PathBuf, args: RegistryArgs) -> anyhow::Result<()> {
+    let parsed = artifact::parse_reference(&reference, true)?;
+    let pem = std::fs::read_to_string(&key).with_context(|| format!("reading {}", key.display()))?;
+    let key = signature::PublicKey::from_pem(&pem).with_context(|| key.display().to_string())?;
+    let (registry, auth) = args.client()?;
+    // The artifact itself is pulled (and its digests checked), as the operator does before it verifies.
+    let pulled = registry.pull(&parsed, &auth).await?;
+    signature::verify(&registry, &parsed, &auth, &pulled.manifest_digest, &key).await?;
+    let repository = format!("{}/{}", parsed.registry(), parsed.repository());
+    println!("{repository}@{}", pulled.manifest_digest);
+    eprintln!("verified: signed by the key {}", key.fingerprint());
     Ok(())
 }
 
@@ -535,6 +639,7 @@ async fn inspect(plugin: PathBuf, policy: Option<PathBuf>) -> anyhow::Result<()>
                 timeout: DEFAULT_COMPILE_TIMEOUT,
                 memory_bytes: DEFAULT_COMPILE_MEMORY_MIB << 20,
             }),
+            base_config: kuberay_wasm::sandbox::base_config(kuberay_rayhead::DEFAULT_CLUSTER_DOMAIN),
         },
         Metrics::new(),
     )?;

@@ -39,6 +39,17 @@ pub struct SandboxConfig {
     /// Where plugin components are compiled: in a child process with OS-enforced bounds, or (`None`) in
     /// this process, bounded by the static limits only (see `compile.rs`).
     pub compiler: Option<ChildCompiler>,
+    /// The operator's settings plugins read through the WIT `config` interface (`clusterDomain`), under each
+    /// entry's own `config`.
+    pub base_config: serde_json::Map<String, serde_json::Value>,
+}
+
+/// The operator's part of every plugin's configuration: the cluster's DNS domain (`--cluster-domain`), which
+/// KubeRay reads from `CLUSTER_DOMAIN`.
+pub fn base_config(cluster_domain: &str) -> serde_json::Map<String, serde_json::Value> {
+    [("clusterDomain".to_string(), cluster_domain.into())]
+        .into_iter()
+        .collect()
 }
 
 /// What serves a kind.
@@ -209,6 +220,7 @@ impl Sandbox {
             policy,
             limits: self.config.limits,
             metrics: &self.metrics,
+            base_config: &self.config.base_config,
         }
     }
 

@@ -82,6 +82,9 @@ pub(crate) fn choose(
         };
         entry.insert("name".into(), at("/metadata/name"));
         entry.insert("reconciles".into(), at("/spec/reconciles"));
+        if let Some(config) = resource.pointer("/spec/config") {
+            entry.insert("config".into(), config.clone());
+        }
         fields = entry;
     }
     if fields.contains_key("plugins") {
@@ -138,7 +141,10 @@ fn with_entry(
         .map(|e| e.name.clone())
         .collect();
     let policy = base.clone().without(&replaced)?;
-    Ok(policy.with_resource(name, reconciles, grant)?)
+    // A policy entry's `config` is the resource's `spec.config`, not part of its grant.
+    let mut grant = grant.clone();
+    let config = grant.remove("config");
+    Ok(policy.with_resource(name, reconciles, &grant, config.as_ref())?)
 }
 
 /// The grant a plugin asks for, as a policy entry's keys: its owned kinds, verbs, Ray heads and finalizer.
