@@ -26,13 +26,15 @@ help:
 	@echo "make tools         build the control-plane binaries, the OCI registry, grpcurl, helm and kustomize, the Ray,"
 	@echo "                   API-tools and componentize-py virtualenvs and the wasm target; fetch the Gateway API CRDs"
 	@echo "make registry      build the OCI registry (distribution) the test environment runs into .local/bin"
+	@echo "make cosign        build cosign (interoperability tests of plugin signatures) into .local/bin"
+	@echo "make cosign-interop  our plugin signatures against the real cosign, both ways (builds cosign; not in make test)"
 	@echo "make deploy-tools  build helm and kustomize (tests of the chart and manifests in deploy/) into .local/bin"
 	@echo "make hash-table    regenerate the table of KubeRay's Go types behind the spec hashes (kuberay-rules)"
 	@echo "make crds          regenerate the CRDs in crds/ from the Rust types of the ray.io/v1 API"
 
 ## Prerequisites ------------------------------------------------------------------------------------------
 
-.PHONY: tools control-plane registry ray apitools componentize-py grpcurl kuberay-hash kuberay-operator kuberay-operator-v1.7 gateway-api wasm-target deploy-tools
+.PHONY: tools control-plane registry cosign cosign-interop ray apitools componentize-py grpcurl kuberay-hash kuberay-operator kuberay-operator-v1.7 gateway-api wasm-target deploy-tools
 tools: control-plane registry ray apitools componentize-py grpcurl kuberay-hash gateway-api wasm-target deploy-tools
 
 # kube-apiserver, kube-controller-manager, kubectl and etcd from tests/cluster/go.mod, into .local/bin.
@@ -43,6 +45,16 @@ control-plane:
 # environment's OCI registry (TLS, htpasswd) that plugin components are pushed to and pulled from.
 registry:
 	@bash tests/registry/build.sh
+
+# .local/bin/cosign from its Go module (tests/cosign/go.mod), for host/tests/all/plugin_signatures.rs: signatures
+# written by `kuberay-wasm plugin push --sign-key` verify with `cosign verify --key`, and cosign's with ours.
+# Not part of `make tools` and `make test`: building cosign takes about 7 minutes on 2 cores. `make test` checks our
+# verifier against signatures cosign made (unit-test fixtures); this runs both tools against each other.
+cosign:
+	@bash tests/cosign/build.sh
+
+cosign-interop: cosign testenv
+	$(CARGO) test -p kuberay-wasm --test operator -- --ignored plugin_signatures::our_signatures_verify_with_cosign_and_cosigns_with_ours
 
 # .local/venv with the pinned ray[default,serve] that real Ray head Pods run.
 ray:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sourced by the scripts that build test tools from a pinned Go module into .local/bin (tests/cluster/build.sh,
 # tests/kuberay-operator/build.sh, tests/kuberay-hash/build.sh, tests/deploy-tools/build.sh,
-# tests/registry/build.sh): one place for the build environment and for the stamp that makes a second run free.
+# tests/registry/build.sh, tests/cosign/build.sh): one place for the build environment and for the stamp that makes a
+# second run free.
 #
 #   go_tools_up_to_date NAME "BINARY..." FILE...   true when every BINARY is in .local/bin and was built from
 #                                                   these FILEs (hashed) with the same Go toolchain

@@ -11,6 +11,12 @@
 //!   the same code (the same compile work), a new digest. A cache miss is a version never seen before; a
 //!   hit alternates between two versions compiled earlier.
 //!
+//! - rollout from a registry: a `ReconcilePlugin` resource names the RayCluster component in the test
+//!   environment's registry (TLS, a password from a pull Secret); the time from the edit of `spec.artifact`
+//!   to the operator's `plugin version verified; serving it` line with that digest, which carries the pull
+//!   and the load (compile and checks) times measured inside the operator. A new version is pulled and
+//!   compiled; a rollback points back at a version seen before (in memory, in the compiled-plugin cache).
+//!
 //! Run with `cargo bench -p kuberay-wasm --bench lifecycle` (or `make bench-lifecycle`).
 
 #![allow(
@@ -65,9 +71,14 @@ fn scratch(what: &str) -> PathBuf {
 
 impl Operator {
     fn spawn(env: &TestEnv, ns: &str, plugins: &Path, cache: &Path) -> Self {
+        Self::spawn_with(env, ns, plugins, cache, &[])
+    }
+
+    fn spawn_with(env: &TestEnv, ns: &str, plugins: &Path, cache: &Path, extra: &[String]) -> Self {
         let (metrics, health) = (free_addr(), free_addr());
         let mut child = Command::new(env!("CARGO_BIN_EXE_kuberay-wasm"))
             .args(["--log-format", "json", "operator", "--watch-namespace", ns])
+            .args(extra)
             .arg("--plugins")
             .arg(plugins)
             .arg("--cache-dir")
@@ -127,6 +138,27 @@ impl Operator {
         tokio::time::timeout(Duration::from_secs(120), wait)
             .await
             .expect("the new version was not loaded within 120 s")
+    }
+
+    /// When the operator logged that it serves the resource's version `digest`, and its pull and load
+    /// times as it measured them.
+    async fn serving(&mut self, digest: &str) -> (Instant, Duration, Duration) {
+        let wait = async {
+            while let Some((at, line)) = self.lines.recv().await {
+                if line.contains("plugin version verified") && line.contains(digest) {
+                    let fields: serde_json::Value = serde_json::from_str(&line).unwrap();
+                    let ms = |key: &str| Duration::from_millis(fields[key].as_u64().unwrap_or_default());
+                    return (at, ms("pull_ms"), ms("load_ms"));
+                }
+                if line.contains("plugin version refused") {
+                    panic!("a plugin version was refused: {line}");
+                }
+            }
+            panic!("the operator exited");
+        };
+        tokio::time::timeout(Duration::from_secs(180), wait)
+            .await
+            .expect("the version did not serve within 180 s")
     }
 
     async fn stop(mut self) {
@@ -239,6 +271,129 @@ async fn swaps(operator: &mut Operator, plugins: &Path, versions: &[Vec<u8>]) ->
     samples
 }
 
+/// The edit-to-serving latency of new versions and of rollbacks through a `ReconcilePlugin` resource.
+async fn rollouts(env: &TestEnv, ns: &str, component: &[u8]) {
+    use kube::{
+        Api,
+        api::{DeleteParams, Patch, PatchParams, PostParams},
+    };
+    use kuberay_wasm::reconcileplugin::{
+        artifact::{Registry, RegistryOptions},
+        resource::ReconcilePlugin,
+    };
+    let registry = env
+        .registry()
+        .expect("the test environment's registry (make registry)");
+    let client = env.client().await.unwrap();
+    kuberay_testenv::crds::install(
+        &client,
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/crds"),
+    )
+    .await
+    .unwrap();
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), ns);
+    let secret = serde_json::json!({
+        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "regcred"},
+        "type": "kubernetes.io/dockerconfigjson",
+        "stringData": {".dockerconfigjson": registry.docker_config_json(&registry.host_port)},
+    });
+    secrets
+        .create(&PostParams::default(), &serde_json::from_value(secret).unwrap())
+        .await
+        .unwrap();
+    let oci = Registry::new(&RegistryOptions {
+        extra_roots: vec![std::fs::read(registry.ca_path()).unwrap()],
+        timeout: Duration::from_secs(30),
+    })
+    .unwrap();
+    let auth = oci_client::secrets::RegistryAuth::Basic(registry.username.clone(), registry.password.clone());
+    let repository = format!("{}/bench/raycluster", registry.host_port);
+    let mut references = Vec::new();
+    for i in 0..=SWAPS {
+        let bytes = version(component, &format!("registry-{i}-{}", std::process::id()));
+        let digest = oci
+            .push(&format!("{repository}:v{i}").parse().unwrap(), &auth, bytes)
+            .await
+            .unwrap();
+        references.push((format!("{repository}@{digest}"), digest));
+    }
+
+    let empty = scratch("registry-plugins");
+    let cache = scratch("registry-cache");
+    let selector = format!("kuberay-wasm-bench={}", std::process::id());
+    let ca = registry.ca_path().display().to_string();
+    let extra: Vec<String> = [
+        "--disable-plugins",
+        "raycluster",
+        "--plugin-registry-ca",
+        &ca,
+        "--operator-namespace",
+        ns,
+        "--plugin-resource-selector",
+        &selector,
+    ]
+    .map(String::from)
+    .to_vec();
+    let mut operator = Operator::spawn_with(env, ns, &empty, &cache, &extra);
+    operator.ready().await;
+    let api: Api<ReconcilePlugin> = Api::all(client.clone());
+    let _ = api.delete("raycluster", &DeleteParams::default()).await;
+    let policy: serde_yaml::Value = serde_yaml::from_str(include_str!("../deploy/policy.yaml")).unwrap();
+    let mut grant = policy["plugins"][0].clone();
+    for key in ["name", "file", "reconciles"] {
+        grant.as_mapping_mut().unwrap().remove(key);
+    }
+    let resource = serde_json::json!({
+        "apiVersion": "plugins.kuberay-wasm.io/v1alpha1", "kind": "ReconcilePlugin",
+        "metadata": {"name": "raycluster", "labels": {"kuberay-wasm-bench": std::process::id().to_string()}},
+        "spec": {"artifact": references[0].0, "reconciles": "ray.io/v1/RayCluster", "pullSecret": "regcred",
+                 "grant": grant},
+    });
+    for _ in 0..30 {
+        match api
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(resource.clone()).unwrap(),
+            )
+            .await
+        {
+            Ok(_) => break,
+            // The previous run's resource may still be going.
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+    operator.serving(&references[0].1).await;
+    let mut edit = async |reference: &str, digest: &str| {
+        let patch = serde_json::json!({"spec": {"artifact": reference}});
+        let edited = Instant::now();
+        api.patch("raycluster", &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .unwrap();
+        let (at, pull, load) = operator.serving(digest).await;
+        (at.saturating_duration_since(edited), pull, load)
+    };
+    let (mut total, mut pulls, mut loads) = (Vec::new(), Vec::new(), Vec::new());
+    for (reference, digest) in &references[1..] {
+        let (t, p, l) = edit(reference, digest).await;
+        total.push(t);
+        pulls.push(p);
+        loads.push(l);
+    }
+    let mut rollbacks = Vec::new();
+    for i in 0..SWAPS {
+        let (reference, digest) = &references[SWAPS - 1 + (i % 2)];
+        rollbacks.push(edit(reference, digest).await.0);
+    }
+    let _ = api.delete("raycluster", &DeleteParams::default()).await;
+    operator.stop().await;
+    print("edit ReconcilePlugin to serving, new version", total);
+    print("  of which the pull (in the operator)", pulls);
+    print("  of which compile and checks (in the operator)", loads);
+    print("edit ReconcilePlugin to serving, rollback", rollbacks);
+    let _ = std::fs::remove_dir_all(&empty);
+    let _ = std::fs::remove_dir_all(&cache);
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let layout = Layout::discover();
@@ -274,6 +429,7 @@ async fn main() {
     operator.stop().await;
     print("swap raycluster.wasm to serving, compiled (cache miss)", missed);
     print("swap raycluster.wasm to serving, from the cache (hit)", hit);
+    rollouts(&env, &ns, &component).await;
 
     let _ = std::fs::remove_dir_all(&plugins);
     let _ = std::fs::remove_dir_all(&cache);

@@ -255,6 +255,7 @@ async fn measure_wasm(component: &Path, text: &str) -> WasmRun {
         max_concurrent_calls: 8,
         // Compiled in process, with the static limits only: the benchmark measures calls.
         compiler: None,
+        base_config: Default::default(),
     };
     let sandbox = Sandbox::new(config.clone(), Metrics::new()).unwrap();
     // The built-in policy knows the plugin by the file name it is installed under.

@@ -25,9 +25,12 @@
 //! - `controller`: the reconcile queues;
 //! - [`leadership`]: leader election on a Lease, and the fence every write of the host passes;
 //! - `operator`: wiring, configuration and shutdown; `server` and [`metrics`]: observability;
-//!   [`telemetry`]: logging.
+//!   [`telemetry`]: logging;
+//! - [`authoring`]: the plugin authoring kit (`kuberay-wasm plugin new` and `plugin run`, one reconcile
+//!   offline with admission's rules against an in-memory cluster).
 
 pub(crate) mod admission;
+pub mod authoring;
 pub(crate) mod controller;
 pub(crate) mod kubernetes;
 pub mod leadership;

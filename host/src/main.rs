@@ -7,12 +7,14 @@ use clap::{Parser, Subcommand};
 use kuberay_rayhead::{RoutingOptions, parse_duration};
 use kuberay_wasm::{
     DEFAULT_COMPILE_MEMORY_MIB, DEFAULT_COMPILE_TIMEOUT, OperatorConfig,
+    authoring::{self, run::RunOptions},
     leadership::{self, LeaderElection},
     metrics::Metrics,
-    policy::Policy,
+    policy::{Policy, Profile},
     reconcileplugin::{
         ResourceOptions,
         artifact::{self, RegistryOptions},
+        signature,
     },
     sandbox::{CallLimits, ChildCompiler, CompileLimits, Sandbox, SandboxConfig},
     telemetry::{self, LogFormat},
@@ -53,7 +55,8 @@ enum Command {
         #[arg(long)]
         policy: Option<PathBuf>,
     },
-    /// Work with plugin artifacts in OCI registries.
+    /// Write, try and publish plugins: `new` (a project to start from), `run` (one reconcile offline), `push`
+    /// (to an OCI registry).
     #[command(subcommand)]
     Plugin(PluginCommand),
     /// Internal: compile one plugin component from stdin to stdout under these limits (the operator runs
@@ -69,6 +72,22 @@ enum Command {
 
 #[derive(Subcommand)]
 enum PluginCommand {
+    /// Write a plugin project to start from: a Rust crate that builds outside this repository (the SDK by
+    /// git), with a reconcile for KIND, its unit test, its policy entry, a CRD and a README.
+    New {
+        /// The plugin's name: its policy entry's name and its Cargo package's (lowercase letters, digits, '-').
+        name: String,
+        /// The kind it reconciles, GROUP/VERSION/KIND (a custom resource, e.g. example.com/v1alpha1/Widget).
+        #[arg(long)]
+        kind: String,
+        /// Where to write it (default ./NAME); must not exist or be empty.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    /// Run one reconcile of a plugin offline, against an in-memory cluster, every host call judged by the
+    /// operator's rules; print the calls, what was refused and why, and the writes as a diff. Exits 0 when
+    /// the reconcile succeeded with nothing refused, 2 when it failed or a call was refused.
+    Run(Box<RunArgs>),
     /// Push a plugin component to a registry as a WebAssembly OCI artifact and print the digest a
     /// ReconcilePlugin pins (`REFERENCE@sha256:...`).
     Push {
@@ -76,12 +95,65 @@ enum PluginCommand {
         file: PathBuf,
         /// Where to push it: `registry[:port]/repository[:tag]`.
         reference: String,
+        /// Also sign it with this key (an unencrypted PKCS#8 PEM ECDSA P-256 private key, as `plugin keygen`
+        /// writes): pushes a cosign signature (the `sha256-<digest>.sig` tag) that `cosign verify --key` and a
+        /// ReconcilePlugin's `spec.verification.publicKey` accept.
+        #[arg(long)]
+        sign_key: Option<PathBuf>,
+        #[command(flatten)]
+        registry: RegistryArgs,
+    },
+    /// Write a key pair for signing plugin artifacts: DIR/plugin.key (PKCS#8 PEM, mode 0600, for `plugin push
+    /// --sign-key`) and DIR/plugin.pub (the PEM public key a ReconcilePlugin's spec.verification.publicKey
+    /// holds). Existing files are not overwritten.
+    Keygen {
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Check that an artifact carries a cosign signature the public key verifies, as the operator does for a
+    /// ReconcilePlugin with spec.verification; prints the digest checked.
+    Verify {
+        /// `registry[:port]/repository@sha256:...` (or a tag, resolved to its digest first).
+        reference: String,
+        /// The PEM public key (`plugin keygen`'s plugin.pub, or `cosign generate-key-pair`'s cosign.pub).
+        #[arg(long)]
+        key: PathBuf,
         #[command(flatten)]
         registry: RegistryArgs,
     },
 }
 
-/// How `plugin push` reaches a registry.
+/// `plugin run`'s arguments.
+#[derive(clap::Args)]
+struct RunArgs {
+    /// The component (`*.wasm`).
+    plugin: PathBuf,
+    /// The object to reconcile (YAML or JSON), as the plugin would get it (status included).
+    #[arg(long)]
+    object: PathBuf,
+    /// Objects that exist besides it (YAML documents or a List): what the plugin reads and may own.
+    #[arg(long)]
+    objects: Option<PathBuf>,
+    /// Its grant: a policy entry (policy-entry.yaml), a ReconcilePlugin or its `grant`, or a policy file. Default:
+    /// the policy's entry named like the plugin, else what the plugin asks for under the policy's defaults.
+    #[arg(long)]
+    grant: Option<PathBuf>,
+    /// The policy whose entries and defaults apply (as for `operator`); the built-in one by default.
+    #[arg(long)]
+    policy: Option<PathBuf>,
+    /// The Pod Security level the object's namespace enforces: privileged, baseline or restricted (default:
+    /// a Namespace among --objects says, else the policy's namespaceDefault).
+    #[arg(long)]
+    namespace_level: Option<Profile>,
+    /// Wall-time limit of the call (the operator's --plugin-timeout).
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    plugin_timeout: Duration,
+    /// Linear-memory limit of the call in MiB (the operator's --plugin-memory-mib).
+    #[arg(long, default_value_t = 128)]
+    plugin_memory_mib: usize,
+}
+
+/// How `plugin push` and `plugin verify` reach a registry.
 #[derive(clap::Args)]
 struct RegistryArgs {
     /// User name for the registry (none: anonymous).
@@ -291,23 +363,84 @@ fn main() -> std::process::ExitCode {
         .build()
         .context("starting the runtime")
         .and_then(|runtime| match cli.command {
-            Command::Operator(args) => runtime.block_on(operator(*args)),
-            Command::Inspect { plugin, policy } => runtime.block_on(inspect(plugin, policy)),
+            Command::Operator(args) => runtime.block_on(operator(*args)).map(success),
+            Command::Inspect { plugin, policy } => runtime.block_on(inspect(plugin, policy)).map(success),
             Command::Plugin(PluginCommand::Push {
                 file,
                 reference,
+                sign_key,
                 registry,
-            }) => runtime.block_on(push(file, reference, registry)),
-            Command::CompilePlugin { .. } => Ok(()),
+            }) => runtime
+                .block_on(push(file, reference, sign_key, registry))
+                .map(success),
+            Command::Plugin(PluginCommand::Keygen { out }) => keygen(&out).map(success),
+            Command::Plugin(PluginCommand::Verify {
+                reference,
+                key,
+                registry,
+            }) => runtime.block_on(verify(reference, key, registry)).map(success),
+            Command::Plugin(PluginCommand::New { name, kind, dir }) => {
+                new_plugin(&name, &kind, dir.as_deref()).map(success)
+            }
+            Command::Plugin(PluginCommand::Run(args)) => runtime.block_on(run_plugin(*args)),
+            Command::CompilePlugin { .. } => Ok(std::process::ExitCode::SUCCESS),
         });
     match result {
-        Ok(()) => std::process::ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
             // In the log's format (a JSON line for collectors), with every cause.
             tracing::error!(error = %format_args!("{e:#}"), "fatal");
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+fn success(_: ()) -> std::process::ExitCode {
+    std::process::ExitCode::SUCCESS
+}
+
+/// `plugin new`: writes the project and says what to do next.
+fn new_plugin(name: &str, kind: &str, dir: Option<&std::path::Path>) -> anyhow::Result<()> {
+    let (dir, files) = authoring::new::new_project(name, kind, dir)?;
+    println!("created the plugin {name} ({kind}) in {}:", dir.display());
+    for file in files {
+        println!("  {}", file.display());
+    }
+    println!(
+        "\nnext:\n  cd {}\n  cargo test\n  cargo build-plugin    # target/wasm32-wasip2/release/{}.wasm\n  \
+         kuberay-wasm plugin run target/wasm32-wasip2/release/{}.wasm --object example.yaml --grant policy-entry.yaml",
+        dir.display(),
+        name.replace('-', "_"),
+        name.replace('-', "_"),
+    );
+    Ok(())
+}
+
+/// `plugin run`: one offline reconcile, printed; 2 when it failed or a call was refused.
+async fn run_plugin(args: RunArgs) -> anyhow::Result<std::process::ExitCode> {
+    let options = RunOptions {
+        plugin: args.plugin,
+        object: args.object,
+        objects: args.objects,
+        grant: args.grant,
+        policy: args.policy,
+        namespace_level: args.namespace_level,
+        compiler: Some(ChildCompiler {
+            executable: own_executable(),
+            timeout: DEFAULT_COMPILE_TIMEOUT,
+            memory_bytes: DEFAULT_COMPILE_MEMORY_MIB << 20,
+        }),
+        timeout: args.plugin_timeout,
+        memory_bytes: args.plugin_memory_mib << 20,
+    };
+    let report = authoring::run::run(&options).await?;
+    print!("{report}");
+    let clean = matches!(report.outcome, Some(Ok(_)) | None) && report.refusals().is_empty();
+    Ok(if clean {
+        std::process::ExitCode::SUCCESS
+    } else {
+        std::process::ExitCode::from(2)
+    })
 }
 
 /// `compile-plugin`: the child's side of a bounded compile; an error goes to stderr for the parent.
@@ -397,25 +530,96 @@ fn load_policy(path: Option<&std::path::Path>) -> anyhow::Result<Policy> {
     Ok(policy)
 }
 
-async fn push(file: PathBuf, reference: String, args: RegistryArgs) -> anyhow::Result<()> {
+impl RegistryArgs {
+    fn client(&self) -> anyhow::Result<(artifact::Registry, RegistryAuth)> {
+        let mut extra_roots = Vec::new();
+        for path in &self.ca_file {
+            extra_roots.push(std::fs::read(path).with_context(|| format!("reading {}", path.display()))?);
+        }
+        let registry = artifact::Registry::new(&RegistryOptions {
+            extra_roots,
+            timeout: Duration::from_secs(60),
+        })?;
+        let auth = match (&self.username, &self.password) {
+            (Some(user), Some(password)) => RegistryAuth::Basic(user.clone(), password.clone()),
+            (None, None) => RegistryAuth::Anonymous,
+            _ => anyhow::bail!("give both --username and --password, or neither"),
+        };
+        Ok((registry, auth))
+    }
+}
+
+async fn push(
+    file: PathBuf,
+    reference: String,
+    sign_key: Option<PathBuf>,
+    args: RegistryArgs,
+) -> anyhow::Result<()> {
     let wasm = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
     let parsed = artifact::parse_reference(&reference, true)?;
-    let mut extra_roots = Vec::new();
-    for path in &args.ca_file {
-        extra_roots.push(std::fs::read(path).with_context(|| format!("reading {}", path.display()))?);
-    }
-    let registry = artifact::Registry::new(&RegistryOptions {
-        extra_roots,
-        timeout: Duration::from_secs(60),
-    })?;
-    let auth = match (args.username, args.password) {
-        (Some(user), Some(password)) => RegistryAuth::Basic(user, password),
-        (None, None) => RegistryAuth::Anonymous,
-        _ => anyhow::bail!("give both --username and --password, or neither"),
+    // The key is read before anything is pushed, so a bad one pushes nothing.
+    let key = match &sign_key {
+        Some(path) => {
+            let pem = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+            Some(signature::SigningKey::from_pem(&pem).with_context(|| path.display().to_string())?)
+        }
+        None => None,
     };
+    let (registry, auth) = args.client()?;
     let digest = registry.push(&parsed, &auth, wasm).await?;
+    if let Some(key) = key {
+        let signatures = signature::sign(&registry, &parsed, &auth, &digest, &key).await?;
+        eprintln!(
+            "signed with the key {}: {}",
+            key.public_key().fingerprint(),
+            signatures.whole()
+        );
+    }
     let repository = format!("{}/{}", parsed.registry(), parsed.repository());
     println!("{repository}@{digest}");
+    Ok(())
+}
+
+fn keygen(out: &std::path::Path) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let key = signature::SigningKey::generate()?;
+    let public = key.public_key().to_pem()?;
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let write = |name: &str, mode: u32, text: &str| -> anyhow::Result<PathBuf> {
+        let path = out.join(name);
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&path)
+            .with_context(|| format!("creating {}", path.display()))?;
+        file.write_all(text.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
+        Ok(path)
+    };
+    let private = write("plugin.key", 0o600, &key.to_pem()?)?;
+    let public = write("plugin.pub", 0o644, &public)?;
+    eprintln!(
+        "wrote {} and {} (key {})",
+        private.display(),
+        public.display(),
+        key.public_key().fingerprint()
+    );
+    Ok(())
+}
+
+async fn verify(reference: String, key: PathBuf, args: RegistryArgs) -> anyhow::Result<()> {
+    let parsed = artifact::parse_reference(&reference, true)?;
+    let pem = std::fs::read_to_string(&key).with_context(|| format!("reading {}", key.display()))?;
+    let key = signature::PublicKey::from_pem(&pem).with_context(|| key.display().to_string())?;
+    let (registry, auth) = args.client()?;
+    // The artifact itself is pulled (and its digests checked), as the operator does before it verifies.
+    let pulled = registry.pull(&parsed, &auth).await?;
+    signature::verify(&registry, &parsed, &auth, &pulled.manifest_digest, &key).await?;
+    let repository = format!("{}/{}", parsed.registry(), parsed.repository());
+    println!("{repository}@{}", pulled.manifest_digest);
+    eprintln!("verified: signed by the key {}", key.fingerprint());
     Ok(())
 }
 
@@ -435,6 +639,7 @@ async fn inspect(plugin: PathBuf, policy: Option<PathBuf>) -> anyhow::Result<()>
                 timeout: DEFAULT_COMPILE_TIMEOUT,
                 memory_bytes: DEFAULT_COMPILE_MEMORY_MIB << 20,
             }),
+            base_config: kuberay_wasm::sandbox::base_config(kuberay_rayhead::DEFAULT_CLUSTER_DOMAIN),
         },
         Metrics::new(),
     )?;

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::{
     Admission,
-    intents::{Admitted, Decision, Send},
+    intents::{Admitted, Decision, ToSend},
     str_at,
 };
 use crate::kubernetes::{errors::from_kube, to_json};
@@ -25,47 +25,47 @@ impl Admission {
     pub(crate) async fn commit(&self, decision: Decision) -> Result<Option<Value>, HostError> {
         let Admitted {
             verb,
-            api,
             kind,
             name,
             send,
             remember,
         } = match decision {
             Decision::Unchanged { verb, current } => {
-                self.kube.metrics().write(&self.plugin, verb, false);
+                self.kube().metrics().write(&self.plugin, verb, false);
                 return Ok(current);
             }
             Decision::Write(admitted) => *admitted,
         };
-        self.kube.fenced()?;
+        let api = self.kube().api(&kind, &self.primary.namespace).await?;
+        self.kube().fenced()?;
         let apply = PatchParams::apply(&self.field_manager).force();
         let create = PostParams {
             field_manager: Some(self.field_manager.clone()),
             ..PostParams::default()
         };
         let written = match send {
-            Send::Create(object) => api.create(&create, &dynamic(object)?).await,
-            Send::Apply(object) => api.patch(&name, &apply, &Patch::Apply(&object)).await,
-            Send::CreateAsApply(object) => {
+            ToSend::Create(object) => api.create(&create, &dynamic(object)?).await,
+            ToSend::Apply(object) => api.patch(&name, &apply, &Patch::Apply(&object)).await,
+            ToSend::CreateAsApply(object) => {
                 let created = api.create(&create, &dynamic(object)?).await.map_err(from_kube)?;
                 self.own_as_apply(&api, &name, created).await
             }
-            Send::Status(intent) => api.patch_status(&name, &apply, &Patch::Apply(&intent)).await,
-            Send::Merge(patch) => {
+            ToSend::Status(intent) => api.patch_status(&name, &apply, &Patch::Apply(&intent)).await,
+            ToSend::Merge(patch) => {
                 api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
                     .await
             }
-            Send::Delete { uid } => return self.delete(api, kind, name, uid).await,
+            ToSend::Delete { uid } => return self.delete(api, kind, name, uid).await,
         }
         .map_err(from_kube)?;
-        self.kube.metrics().write(&self.plugin, verb, true);
+        self.kube().metrics().write(&self.plugin, verb, true);
         let written = to_json(&written)?;
         let name = str_at(&written, "/metadata/name").unwrap_or(&name).to_string();
         let key = self.key(&kind, &name);
         if let Some((subresource, hash)) = remember {
-            self.kube.applied.record(key.clone(), subresource, hash);
+            self.kube().applied.record(key.clone(), subresource, hash);
         }
-        self.kube.overlay.record_write(key, written.clone());
+        self.kube().overlay.record_write(key, written.clone());
         Ok(Some(written))
     }
 
@@ -118,10 +118,10 @@ impl Admission {
             Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
             Err(e) => return Err(from_kube(e)),
         }
-        self.kube.metrics().write(&self.plugin, "delete", true);
+        self.kube().metrics().write(&self.plugin, "delete", true);
         let key = self.key(&kind, &name);
-        self.kube.applied.forget(&key);
-        self.kube.overlay.record_delete(key, uid);
+        self.kube().applied.forget(&key);
+        self.kube().overlay.record_delete(key, uid);
         Ok(None)
     }
 }

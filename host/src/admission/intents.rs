@@ -1,16 +1,12 @@
 //! `admit`: each kind of write a plugin asks for, taken through the stages of the module's table in order.
 
-use kube::{Api, api::DynamicObject};
 use kuberay_plugin_sdk::{HostError, Kind};
 use serde_json::{Value, json};
 
-use super::{Admission, forbidden, ownership::controlled_by, secrets::is_secret, str_at};
+use super::{Admission, Cluster, forbidden, ownership::controlled_by, secrets::is_secret, str_at};
 use crate::kubernetes::{
-    HOST_CONDITION,
-    errors::from_kube,
-    label_only,
+    HOST_CONDITION, label_only,
     overlay::Key,
-    to_json,
     unchanged::{self, intent_hash, is_subset},
 };
 
@@ -45,20 +41,21 @@ pub(crate) enum Decision {
     },
 }
 
-/// An admitted write: the request to send and what to remember once it is written.
+/// An admitted write: the request to send and what to remember once it is written. The object's kind is
+/// namespaced and the write goes to the reconciled object's namespace.
 pub(crate) struct Admitted {
-    pub(super) verb: &'static str,
-    pub(super) api: Api<DynamicObject>,
-    pub(super) kind: Kind,
+    pub(crate) verb: &'static str,
+    pub(crate) kind: Kind,
     /// Empty for a create with `generateName` (the written object names it).
-    pub(super) name: String,
-    pub(super) send: Send,
+    pub(crate) name: String,
+    pub(crate) send: ToSend,
     /// The intent's hash, remembered under this subresource once written (`kubernetes::unchanged`).
-    pub(super) remember: Option<(&'static str, u64)>,
+    pub(crate) remember: Option<(&'static str, u64)>,
 }
 
 /// The request an admitted write sends.
-pub(super) enum Send {
+#[derive(Debug)]
+pub(crate) enum ToSend {
     Create(Value),
     /// A server-side apply carrying the live object's uid (a precondition).
     Apply(Value),
@@ -74,7 +71,7 @@ pub(super) enum Send {
     },
 }
 
-impl Admission {
+impl<C: Cluster> Admission<C> {
     /// Takes a write through admission: `Err(Forbidden)` is a refusal, other errors are the cluster's.
     pub(crate) async fn admit(&self, intent: Intent) -> Result<Decision, HostError> {
         match intent {
@@ -96,37 +93,18 @@ impl Admission {
 
     async fn admit_create(&self, kind: Kind, object: Value) -> Result<Decision, HostError> {
         self.check_names(&kind, None)?;
-        let api = self.namespaced(&kind).await?;
+        self.check_namespaced(&kind).await?;
         let delegate = self.delegate(&object).await?;
         let object = self.own(&kind, object, delegate.as_ref())?;
         self.judge(&kind, &object).await?;
         let name = str_at(&object, "/metadata/name").unwrap_or_default().to_string();
         Ok(Decision::Write(Box::new(Admitted {
             verb: "create",
-            api,
             kind,
             name,
-            send: Send::Create(object),
+            send: ToSend::Create(object),
             remember: None,
         })))
-    }
-
-    /// The live object an apply would write over: the operator's view (cache and recent writes), confirmed
-    /// with the API server when that view has none (a watch may lag behind an object created a moment ago).
-    async fn live(
-        &self,
-        api: &Api<DynamicObject>,
-        kind: &Kind,
-        name: &str,
-    ) -> Result<Option<Value>, HostError> {
-        if let Some(current) = self.kube.read(kind, &self.primary.namespace, name).await? {
-            return Ok(Some(current));
-        }
-        api.get_opt(name)
-            .await
-            .map_err(from_kube)?
-            .map(|o| to_json(&o))
-            .transpose()
     }
 
     async fn admit_apply(&self, kind: Kind, object: Value) -> Result<Decision, HostError> {
@@ -135,21 +113,25 @@ impl Admission {
             .ok_or_else(|| HostError::Invalid("apply needs metadata.name".into()))?
             .to_string();
         self.check_names(&kind, Some(&name))?;
-        let api = self.namespaced(&kind).await?;
-        let live = self.live(&api, &kind, &name).await?;
+        self.check_namespaced(&kind).await?;
+        // The live object it would write over (see `Cluster::read_live`).
+        let live = self
+            .cluster
+            .read_live(&kind, &self.primary.namespace, &name)
+            .await?;
         let delegate = self.delegate(&object).await?;
         if let Some(current) = live.as_ref()
             && !controlled_by(current, &self.primary.uid)
             && !delegate.as_ref().is_some_and(|d| d.controls(current))
             && self.controlled_through_owned(current).await?
         {
-            return self.admit_labels(api, kind, name, &object, current).await;
+            return self.admit_labels(kind, name, &object, current).await;
         }
         let mut object = self.own(&kind, object, delegate.as_ref())?;
         let hash = intent_hash(&object);
         let key = self.key(&kind, &name);
         if let Some(current) = live.as_ref()
-            && self.kube.applied.same_as_last(&key, unchanged::OBJECT, hash)
+            && self.cluster.same_as_last(&key, unchanged::OBJECT, hash)
             && is_subset(&object, current)
         {
             return Ok(Decision::Unchanged {
@@ -163,13 +145,12 @@ impl Admission {
                 if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
                     meta.insert("uid".into(), json!(uid));
                 }
-                Send::Apply(object)
+                ToSend::Apply(object)
             }
-            None => Send::CreateAsApply(object),
+            None => ToSend::CreateAsApply(object),
         };
         Ok(Decision::Write(Box::new(Admitted {
             verb: "apply",
-            api,
             kind,
             name,
             send,
@@ -181,7 +162,6 @@ impl Admission {
     /// the labels its policy entry lists, with the live object's uid and no owner reference.
     async fn admit_labels(
         &self,
-        api: Api<DynamicObject>,
         kind: Kind,
         name: String,
         object: &Value,
@@ -202,8 +182,7 @@ impl Admission {
         let intent = label_only::intent(&kind, &self.primary.namespace, &name, uid, labels);
         let hash = intent_hash(&intent);
         if self
-            .kube
-            .applied
+            .cluster
             .same_as_last(&self.key(&kind, &name), unchanged::LABELS, hash)
             && is_subset(&intent, current)
         {
@@ -214,10 +193,9 @@ impl Admission {
         }
         Ok(Decision::Write(Box::new(Admitted {
             verb: "apply",
-            api,
             kind,
             name,
-            send: Send::Apply(intent),
+            send: ToSend::Apply(intent),
             remember: Some((unchanged::LABELS, hash)),
         })))
     }
@@ -239,8 +217,7 @@ impl Admission {
         let hash = intent_hash(&intent);
         let current = self.primary_now().await?;
         if self
-            .kube
-            .applied
+            .cluster
             .same_as_last(&self.key(&kind, &name), unchanged::STATUS, hash)
             && is_subset(&json!({"status": status}), &current)
         {
@@ -249,13 +226,12 @@ impl Admission {
                 current: None,
             });
         }
-        let api = self.namespaced(&kind).await?;
+        self.check_namespaced(&kind).await?;
         Ok(Decision::Write(Box::new(Admitted {
             verb: "apply-status",
-            api,
             kind,
             name,
-            send: Send::Status(intent),
+            send: ToSend::Status(intent),
             remember: Some((unchanged::STATUS, hash)),
         })))
     }
@@ -267,12 +243,12 @@ impl Admission {
         uid: Option<String>,
     ) -> Result<Decision, HostError> {
         self.check_names(&kind, Some(&name))?;
-        let api = self.namespaced(&kind).await?;
+        self.check_namespaced(&kind).await?;
         let gone = Decision::Unchanged {
             verb: "delete",
             current: None,
         };
-        let Some(current) = self.kube.read(&kind, &self.primary.namespace, &name).await? else {
+        let Some(current) = self.cluster.read(&kind, &self.primary.namespace, &name).await? else {
             return Ok(gone);
         };
         // A plugin may delete what its object controls, directly or through an object of a kind it owns, and
@@ -290,10 +266,9 @@ impl Admission {
         }
         Ok(Decision::Write(Box::new(Admitted {
             verb: "delete",
-            api,
             kind,
             name,
-            send: Send::Delete { uid: current_uid },
+            send: ToSend::Delete { uid: current_uid },
             remember: None,
         })))
     }
@@ -323,12 +298,12 @@ impl Admission {
             "resourceVersion": str_at(&current, "/metadata/resourceVersion"),
         }});
         let kind = self.primary.kind.clone();
+        self.check_namespaced(&kind).await?;
         Ok(Decision::Write(Box::new(Admitted {
             verb: "finalize",
-            api: self.namespaced(&kind).await?,
             kind,
             name: self.primary.name.clone(),
-            send: Send::Merge(patch),
+            send: ToSend::Merge(patch),
             remember: None,
         })))
     }

@@ -12,7 +12,7 @@ use kuberay_plugin_sdk::{HostError, Kind};
 use serde_json::Value;
 
 use super::{
-    Admission,
+    Admission, Cluster,
     content::{self, Needs},
     forbidden,
     pod_security::{self, Finding},
@@ -47,7 +47,7 @@ fn granted(rules: &ContentRules, reference: &Reference) -> bool {
     list.contains(&reference.name)
 }
 
-impl Admission {
+impl<C: Cluster> Admission<C> {
     /// Judges an object of `kind` the plugin wants created or applied. `Err(Forbidden)` is a refusal.
     pub(super) async fn judge(&self, kind: &Kind, object: &Value) -> Result<(), HostError> {
         self.judged(kind, object).await.map_err(|refusal| match refusal {
@@ -99,7 +99,7 @@ impl Admission {
     /// The Pod Security level the reconciled object's namespace enforces.
     async fn namespace_level(&self, rules: &ContentRules) -> Profile {
         let namespace = &self.primary.namespace;
-        match self.kube.namespaces.enforced(&self.kube.client, namespace).await {
+        match self.cluster.enforced_level(namespace).await {
             Ok(Some(label)) => Profile::from_label(&label).unwrap_or(Profile::Restricted),
             Ok(None) => rules.namespace_default,
             Err(e) => {

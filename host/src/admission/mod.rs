@@ -20,11 +20,17 @@
 //!
 //! `commit` (in `commit.rs`) then does what every write does, in one place: the leader fence, the request
 //! with the plugin's field manager, the `api_writes_total` count, the last applied intent and the
-//! read-your-writes overlay. Reads of Secrets are held to the policy's `secrets` setting (`secrets.rs`).
+//! read-your-writes overlay. Reads are held to the reconciled object's namespace (`reads.rs`), and reads of
+//! Secrets to the policy's `secrets` setting (`secrets.rs`).
+//!
+//! The rules look the cluster up through one small trait, [`Cluster`] (`cluster.rs`): the operator's
+//! Kubernetes bridge, or the in-memory cluster of `kuberay-wasm plugin run` (`crate::authoring::run`), which
+//! so judges a plugin's writes offline exactly as the operator does and commits them to memory itself.
 //!
 //! To add a write rule: put what the object alone decides in `content.rs` (returning what must still be
 //! verified as `content::Needs`), settle the needs in `judge.rs`, and name the rule in the table above.
 
+mod cluster;
 mod commit;
 mod content;
 mod intents;
@@ -32,17 +38,18 @@ mod judge;
 mod ownership;
 mod pod_security;
 mod provenance;
+mod reads;
 mod scan;
 mod secrets;
 
 use std::sync::Arc;
 
-use kube::{Api, api::DynamicObject};
 use kuberay_plugin_sdk::{HostError, Kind};
 use serde_json::Value;
 use tokio::sync::OnceCell;
 
-pub(crate) use intents::Intent;
+pub(crate) use cluster::Cluster;
+pub(crate) use intents::{Admitted, Decision, Intent, ToSend};
 pub(crate) use secrets::is_secret;
 
 use self::provenance::Request;
@@ -61,9 +68,10 @@ pub(crate) struct Primary {
 }
 
 /// The admission of one reconcile's writes: its plugin, its object, the plugin's grant, and the user's
-/// request behind the object (read once, when a write first needs it).
-pub(crate) struct Admission {
-    kube: Arc<KubeBridge>,
+/// request behind the object (read once, when a write first needs it), judged against `C` (the operator's
+/// Kubernetes bridge unless said otherwise).
+pub(crate) struct Admission<C: Cluster = KubeBridge> {
+    cluster: Arc<C>,
     primary: Primary,
     grant: Arc<Grant>,
     /// The policy entry's name: metrics and field manager.
@@ -103,16 +111,16 @@ fn controller(object: &Value) -> Option<&Value> {
         .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
 }
 
-impl Admission {
+impl<C: Cluster> Admission<C> {
     pub(crate) fn new(
-        kube: Arc<KubeBridge>,
+        cluster: Arc<C>,
         primary: Primary,
         grant: Arc<Grant>,
         plugin: &str,
         finalizer: Option<String>,
     ) -> Self {
         Self {
-            kube,
+            cluster,
             primary,
             grant,
             plugin: plugin.to_string(),
@@ -132,10 +140,6 @@ impl Admission {
         &self.grant
     }
 
-    pub(crate) fn kube(&self) -> &Arc<KubeBridge> {
-        &self.kube
-    }
-
     fn rules(&self) -> ContentRules {
         self.grant.rules.clone().unwrap_or_default()
     }
@@ -143,7 +147,9 @@ impl Admission {
     /// The user's request behind the reconciled object (see `provenance`), read on first use.
     async fn request(&self) -> Result<&Request, HostError> {
         self.request
-            .get_or_try_init(|| provenance::request(&self.kube, &self.primary, &self.grant.reconciled_kinds))
+            .get_or_try_init(|| {
+                provenance::request(self.cluster.as_ref(), &self.primary, &self.grant.reconciled_kinds)
+            })
             .await
     }
 
@@ -163,24 +169,19 @@ impl Admission {
         }
     }
 
-    /// The API of a namespaced kind in the reconciled object's namespace; cluster-scoped kinds are refused.
-    pub(crate) async fn namespaced(&self, kind: &Kind) -> Result<Api<DynamicObject>, HostError> {
-        let resolved = self.kube.discovery.resolve(kind).await?;
-        if !resolved.namespaced {
-            return Err(forbidden(format!(
-                "{kind} is cluster-scoped; plugins work within one namespace"
-            )));
+    /// Refuses a cluster-scoped kind: plugins write within the reconciled object's namespace.
+    pub(crate) async fn check_namespaced(&self, kind: &Kind) -> Result<(), HostError> {
+        if self.cluster.is_namespaced(kind).await? {
+            return Ok(());
         }
-        Ok(Api::namespaced_with(
-            self.kube.client.clone(),
-            &self.primary.namespace,
-            &resolved.resource,
-        ))
+        Err(forbidden(format!(
+            "{kind} is cluster-scoped; plugins work within one namespace"
+        )))
     }
 
     /// The reconciled object as it is now (cache and recent writes).
     pub(crate) async fn primary_now(&self) -> Result<Value, HostError> {
-        self.kube
+        self.cluster
             .read(&self.primary.kind, &self.primary.namespace, &self.primary.name)
             .await?
             .ok_or_else(|| {
@@ -191,5 +192,11 @@ impl Admission {
     /// `Kind name` of the reconciled object, for messages.
     fn who(&self) -> String {
         format!("{} {}", self.primary.kind.kind, self.primary.name)
+    }
+}
+
+impl Admission {
+    pub(crate) fn kube(&self) -> &Arc<KubeBridge> {
+        &self.cluster
     }
 }

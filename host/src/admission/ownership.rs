@@ -7,7 +7,7 @@ pub(crate) use kuberay_plugin_sdk::ownership::controlled_by;
 use kuberay_plugin_sdk::{HostError, Kind, ownership::Writer};
 use serde_json::{Value, json};
 
-use super::{Admission, controller, forbidden, str_at};
+use super::{Admission, Cluster, controller, forbidden, str_at};
 use crate::kubernetes::names;
 
 /// The controller a write names instead of the reconciled object: an object of a kind the plugin owns that
@@ -27,7 +27,7 @@ impl Delegate {
     }
 }
 
-impl Admission {
+impl<C: Cluster> Admission<C> {
     pub(super) fn writer(&self) -> Writer<'_> {
         self.writer_for(None)
     }
@@ -157,7 +157,7 @@ impl Admission {
         if !self.grant.owns.contains(&kind) {
             return Ok(false);
         }
-        let parent = self.kube.read(&kind, &self.primary.namespace, name).await?;
+        let parent = self.cluster.read(&kind, &self.primary.namespace, name).await?;
         Ok(parent.is_some_and(|p| {
             !uid.is_empty()
                 && str_at(&p, "/metadata/uid") == Some(uid)
@@ -170,7 +170,7 @@ impl Admission {
         if names::object_name(kind, name).is_err() {
             return Ok(false);
         }
-        match self.kube.read(kind, &self.primary.namespace, name).await? {
+        match self.cluster.read(kind, &self.primary.namespace, name).await? {
             Some(object) => self.owned(&object).await,
             None => Ok(false),
         }

@@ -22,11 +22,10 @@ use kuberay_plugin_sdk::{HostError, Kind};
 use serde_json::{Map, Value};
 
 use super::{
-    Primary, controller,
+    Cluster, Primary, controller,
     scan::{Target, scan},
     str_at,
 };
-use crate::kubernetes::KubeBridge;
 
 /// How many controllers up the root is looked for (RayCronJob → RayJob → RayCluster is two).
 pub(crate) const MAX_DEPTH: usize = 4;
@@ -149,12 +148,12 @@ pub(crate) fn string_map(map: &Map<String, Value>) -> Option<BTreeMap<String, St
 
 /// The request behind a reconcile of `primary`. `reconciled` is every kind a plugin reconciles.
 pub(crate) async fn request(
-    bridge: &KubeBridge,
+    cluster: &impl Cluster,
     primary: &Primary,
     reconciled: &BTreeSet<Kind>,
 ) -> Result<Request, HostError> {
     let mut request = Request::default();
-    let Some(mut current) = bridge
+    let Some(mut current) = cluster
         .read(&primary.kind, &primary.namespace, &primary.name)
         .await?
     else {
@@ -191,7 +190,7 @@ pub(crate) async fn request(
         );
         let (name, uid) = (str_at(owner, "/name"), str_at(owner, "/uid"));
         let found = match name {
-            Some(name) => bridge.read(&owner_kind, &primary.namespace, name).await?,
+            Some(name) => cluster.read(&owner_kind, &primary.namespace, name).await?,
             None => None,
         };
         match found {

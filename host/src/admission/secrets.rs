@@ -6,14 +6,14 @@
 use kuberay_plugin_sdk::{HostError, Kind};
 use serde_json::Value;
 
-use super::{Admission, forbidden, scan::Target, str_at};
+use super::{Admission, Cluster, forbidden, scan::Target, str_at};
 
 /// Whether `kind` is the Secret kind (reads of it are checked one by one).
 pub(crate) fn is_secret(kind: &Kind) -> bool {
     kind.group.is_empty() && kind.version == "v1" && kind.kind == "Secret"
 }
 
-impl Admission {
+impl<C: Cluster> Admission<C> {
     async fn may_read_secret(&self, secret: &Value) -> Result<bool, HostError> {
         let access = self.rules().secrets;
         let name = str_at(secret, "/metadata/name").unwrap_or_default();

@@ -199,6 +199,7 @@ async fn operate(
             readiness: readiness.clone(),
             metrics: metrics.clone(),
             instance: config.instance.clone(),
+            operator: installation(&config),
             options,
         })
         .await;
@@ -225,6 +226,15 @@ async fn operate(
     Ok(())
 }
 
+/// The name replicas of one installation share: their Lease, or without an election the instance.
+fn installation(config: &OperatorConfig) -> String {
+    match (&config.leader_election, &config.instance) {
+        (Some(election), _) => format!("{}/{}", election.namespace, election.lease_name),
+        (None, Some(instance)) => instance.clone(),
+        (None, None) => "kuberay-wasm".into(),
+    }
+}
+
 fn sandbox(config: &OperatorConfig, metrics: &Metrics) -> Result<Arc<Sandbox>, OperatorError> {
     Ok(Sandbox::new(
         SandboxConfig {
@@ -245,6 +255,7 @@ fn sandbox(config: &OperatorConfig, metrics: &Metrics) -> Result<Arc<Sandbox>, O
                 timeout: config.compile_timeout,
                 memory_bytes: config.compile_memory_bytes,
             }),
+            base_config: crate::sandbox::base_config(&config.routing.cluster_domain),
         },
         metrics.clone(),
     )?)

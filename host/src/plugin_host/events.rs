@@ -27,7 +27,7 @@ fn is_event_word(word: &str) -> bool {
 }
 
 /// Refuses a reason or action that is not an [`is_event_word`].
-fn check_word(what: &str, word: &str) -> HostResult<()> {
+pub(crate) fn check_word(what: &str, word: &str) -> HostResult<()> {
     if is_event_word(word) {
         return Ok(());
     }
@@ -35,6 +35,11 @@ fn check_word(what: &str, word: &str) -> HostResult<()> {
         "event {what} \"{}\" must start with a letter and hold only ASCII letters, digits, '_', '-' or '.' (KubeRay's are UpperCamelCase)",
         log_guard::escape(word, 80)
     )))
+}
+
+/// The note of the Warning event `WriteRefused` about the first refused write of a reconcile.
+pub(crate) fn refusal_note(verb: &str, kind: &Kind, reason: &str) -> String {
+    log_guard::escape(&format!("{verb} {kind} refused: {reason}"), MAX_EVENT_NOTE_TEXT)
 }
 
 impl PluginHost {
@@ -52,11 +57,10 @@ impl PluginHost {
     /// Reports a refused write about the reconciled object: a Warning event `WriteRefused` with the rule that
     /// refused it, within the plugin's event budget (a plugin that provokes refusals in a loop floods nothing).
     pub(super) fn report_refusal(&self, verb: &str, kind: &Kind, reason: &str) {
-        let note = format!("{verb} {kind} refused: {reason}");
         let event = KubeEvent {
             type_: KubeEventType::Warning,
             reason: "WriteRefused".into(),
-            note: Some(log_guard::escape(&note, MAX_EVENT_NOTE_TEXT)),
+            note: Some(refusal_note(verb, kind, reason)),
             action: "Admit".into(),
             secondary: None,
         };

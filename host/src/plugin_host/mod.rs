@@ -23,6 +23,7 @@ use futures::future::BoxFuture;
 use kuberay_plugin_sdk::{Event, Kind, LogLevel, RayRequest, RayResponse};
 use serde_json::Value;
 
+pub(crate) use self::events::{check_word, refusal_note};
 pub(crate) use crate::admission::Primary;
 use crate::{
     admission::Admission,

@@ -1,43 +1,20 @@
 //! A plugin's Kubernetes calls. Reads come from the watch caches merged with its recent writes, within the
-//! reconciled object's namespace, Secrets only as its policy allows; writes are taken through
-//! [`crate::admission`] and committed there.
+//! reconciled object's namespace, Secrets only as its policy allows (`admission::reads`); writes are taken
+//! through [`crate::admission`] and committed there.
 
 use kuberay_plugin_sdk::{HostError, Kind};
 use serde_json::Value;
 
 use super::PluginHost;
-use crate::{
-    admission::{Intent, is_secret},
-    kubernetes::{names, strip_host_condition},
-    sandbox::host_api::HostResult,
-};
+use crate::{admission::Intent, sandbox::host_api::HostResult};
 
 impl PluginHost {
     pub(super) async fn get_object(&self, kind: Kind, name: String) -> HostResult<Option<Value>> {
-        self.admission.check_names(&kind, Some(&name))?;
-        let primary = self.primary();
-        let mut object = self.kube().read(&kind, &primary.namespace, &name).await?;
-        if let Some(secret) = object.as_ref().filter(|_| is_secret(&kind)) {
-            self.admission.check_secret_read(secret).await?;
-        }
-        if let Some(object) = object.as_mut() {
-            strip_host_condition(object);
-        }
-        Ok(object)
+        self.admission.get(&kind, &name).await
     }
 
     pub(super) async fn list_objects(&self, kind: Kind, label_selector: String) -> HostResult<Vec<Value>> {
-        self.admission.check_names(&kind, None)?;
-        if let Err(e) = names::label_selector(&label_selector) {
-            return Err(HostError::Forbidden(e.to_string()));
-        }
-        let namespace = &self.primary().namespace;
-        let mut items = self.kube().list(&kind, namespace, &label_selector).await?;
-        if is_secret(&kind) {
-            items = self.admission.filter_secrets(items).await?;
-        }
-        items.iter_mut().for_each(strip_host_condition);
-        Ok(items)
+        self.admission.list(&kind, &label_selector).await
     }
 
     /// Admits and commits a write; the object as written (or as it already was), if any.

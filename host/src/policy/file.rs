@@ -40,6 +40,17 @@ pub enum Profile {
     Restricted,
 }
 
+impl std::str::FromStr for Profile {
+    type Err = String;
+
+    /// A profile by its name (`privileged`, `baseline`, `restricted`), as the enforce label writes it.
+    fn from_str(text: &str) -> Result<Self, String> {
+        Self::from_label(text).ok_or_else(|| {
+            format!("{text:?} is not a Pod Security level (privileged, baseline or restricted)")
+        })
+    }
+}
+
 /// Which Secrets a plugin may touch, beyond none.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -166,6 +177,8 @@ pub struct Entry {
     pub(crate) finalizer: Option<String>,
     /// What it may ask of the host, where the policy says (the operator's defaults elsewhere).
     pub(crate) budget: BudgetRules,
+    /// Its configuration (`config:`), which the plugin reads through the WIT `config` interface.
+    pub(crate) config: serde_json::Map<String, serde_json::Value>,
 }
 
 /// The administrator's policy: which plugins run and what each may do. The entries of the policy file, and
@@ -178,9 +191,9 @@ pub struct Policy {
     budget: BudgetRules,
 }
 
-/// The fields of a policy entry that name the plugin rather than grant it something: a `ReconcilePlugin`
-/// resource gives them elsewhere (its name, its artifact, `spec.reconciles`).
-const IDENTITY_FIELDS: [&str; 4] = ["name", "file", "sha256", "reconciles"];
+/// The fields of a policy entry that are not part of a `ReconcilePlugin`'s grant: it gives them elsewhere (its
+/// name, its artifact, `spec.reconciles`, `spec.config`).
+const IDENTITY_FIELDS: [&str; 5] = ["name", "file", "sha256", "reconciles", "config"];
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -321,6 +334,8 @@ struct EntryFile {
     finalizer: Option<String>,
     #[serde(default)]
     budget: BudgetRules,
+    #[serde(default)]
+    config: serde_json::Map<String, serde_json::Value>,
 }
 
 impl EntryFile {
@@ -498,6 +513,7 @@ fn entry(defaults: &ContentRules, budget: BudgetRules, mut e: EntryFile) -> Resu
         rules,
         finalizer: e.finalizer,
         budget: e.budget.over(budget),
+        config: e.config,
     })
 }
 
@@ -579,6 +595,7 @@ impl Policy {
         name: &str,
         reconciles: &str,
         grant: &serde_json::Map<String, serde_json::Value>,
+        config: Option<&serde_json::Value>,
     ) -> Result<Self, PolicyError> {
         if let Some(key) = IDENTITY_FIELDS.iter().find(|k| grant.contains_key(**k)) {
             return Err(PolicyError::Invalid(format!(
@@ -588,6 +605,13 @@ impl Policy {
         let mut fields = grant.clone();
         fields.insert("name".into(), name.into());
         fields.insert("reconciles".into(), reconciles.into());
+        match config {
+            None | Some(serde_json::Value::Null) => {}
+            Some(config @ serde_json::Value::Object(_)) => {
+                fields.insert("config".into(), config.clone());
+            }
+            Some(_) => return Err(PolicyError::Invalid("config must be an object".into())),
+        }
         // The parser of the policy file's entries wants a file name; a resource's entry has none (below).
         fields.insert("file".into(), "resource.wasm".into());
         let parsed: EntryFile = serde_json::from_value(serde_json::Value::Object(fields))
@@ -796,6 +820,7 @@ mod tests {
                 "b",
                 "x.io/v1/B",
                 &grant("{owns: [v1/ConfigMap], verbs: {v1/ConfigMap: [get, apply]}, budget: {events: 3}}"),
+                Some(&serde_json::json!({"clusterDomain": "corp.example"})),
             )
             .unwrap();
         let b = merged.entry_named("b").unwrap();
@@ -803,9 +828,12 @@ mod tests {
         assert_eq!(b.rules.pod_security, Profile::Restricted, "the file's defaults");
         assert_eq!(b.budget.writes, Some(7));
         assert_eq!(b.budget.events, Some(3));
+        assert_eq!(b.config["clusterDomain"], "corp.example");
         assert!(merged.entry_for_file("resource.wasm").is_none());
         // Replacing the resource's own entry is not a clash; dropping it leaves the file's.
-        let replaced = merged.with_resource("b", "x.io/v1/C", &grant("{}")).unwrap();
+        let replaced = merged
+            .with_resource("b", "x.io/v1/C", &grant("{}"), None)
+            .unwrap();
         assert_eq!(replaced.entries().len(), 2);
         assert_eq!(replaced.without_resource("b").entries().len(), 1);
         assert_eq!(
@@ -818,17 +846,18 @@ mod tests {
             ("z", "x.io/v1/A", "{}", "the same reconciled kind"),
             ("z", "v1/Secret", "{}", "built-in"),
             ("z", "x.io/v1/Z", "{file: z.wasm}", "grant.file"),
+            ("z", "x.io/v1/Z", "{config: {}}", "grant.config"),
             ("z", "x.io/v1/Z", "{surprise: 1}", "surprise"),
             ("z", "x.io/v1/Z", "{verbs: {v1/Pod: [steal]}}", "verb"),
         ] {
             let error = file
-                .with_resource(name, kind, &grant(grant_yaml))
+                .with_resource(name, kind, &grant(grant_yaml), None)
                 .unwrap_err()
                 .to_string();
             assert!(error.contains(needle), "{name} {kind} {grant_yaml}: {error}");
         }
         assert!(matches!(
-            file.with_resource("a", "x.io/v1/Z", &grant("{}")),
+            file.with_resource("a", "x.io/v1/Z", &grant("{}"), None),
             Err(PolicyError::Clash(_))
         ));
     }

@@ -7,6 +7,9 @@
 //! checked against the reference's), the layer must declare a size within [`MAX_COMPONENT_BYTES`] and is
 //! read into a buffer that refuses to grow past it, and the layer's bytes must hash to the digest the
 //! manifest names.
+//!
+//! This is the one module that talks to registries: `signature.rs` reads and writes cosign's signature images
+//! through [`Registry::manifest`], [`Registry::blob`] and [`Registry::push_image`], bounded the same way.
 
 use std::{
     pin::Pin,
@@ -54,6 +57,8 @@ pub enum ArtifactError {
     NotAComponent(String),
     #[error("the component is {0} bytes, more than the {MAX_COMPONENT_BYTES} a plugin may have")]
     TooLarge(u64),
+    #[error("{what} is larger than the {limit} bytes read")]
+    Oversized { what: String, limit: u64 },
     #[error("the registry client: {0}")]
     Client(String),
 }
@@ -67,7 +72,7 @@ impl ArtifactError {
             Self::NotFound(_) => "ArtifactNotFound",
             Self::Unreachable(_) | Self::Client(_) => "RegistryUnavailable",
             Self::DigestMismatch { .. } => "DigestMismatch",
-            Self::NotAComponent(_) | Self::TooLarge(_) => "NotAComponent",
+            Self::NotAComponent(_) | Self::TooLarge(_) | Self::Oversized { .. } => "NotAComponent",
         }
     }
 }
@@ -108,9 +113,8 @@ pub struct Registry {
 impl Registry {
     /// A client with `options`.
     pub fn new(options: &RegistryOptions) -> Result<Self, ArtifactError> {
-        // The registry client's TLS takes the process's default provider and panics without one. kube's first
-        // client installs ring as that default, but a process that makes no Kubernetes client (`plugin push`),
-        // or makes this one first, has none yet; installing it fails harmlessly when one is there.
+        // reqwest built without a provider takes the process default, and panics when there is none: install
+        // ring, the one kube uses (an error only says another was installed first, which then serves).
         let _ = rustls::crypto::ring::default_provider().install_default();
         let config = ClientConfig {
             protocol: ClientProtocol::Https,
@@ -153,7 +157,7 @@ impl Registry {
             });
         }
         let layer = component_layer(&raw)?;
-        let mut wasm = BoundedBuffer::default();
+        let mut wasm = BoundedBuffer::new(MAX_COMPONENT_BYTES);
         self.client
             .pull_blob(reference, &layer, &mut wasm)
             .await
@@ -182,10 +186,6 @@ impl Registry {
         auth: &RegistryAuth,
         wasm: Vec<u8>,
     ) -> Result<String, ArtifactError> {
-        self.client
-            .auth(reference, auth, oci_client::RegistryOperation::Push)
-            .await
-            .map_err(|e| classify(reference, e))?;
         let layer_digest = sha256_digest(&wasm);
         let config = serde_json::json!({
             "architecture": "wasm",
@@ -193,28 +193,39 @@ impl Registry {
             "layerDigests": [layer_digest],
         });
         let config = serde_json::to_vec(&config).map_err(|e| ArtifactError::Client(e.to_string()))?;
-        let config_digest = sha256_digest(&config);
-        let descriptor = |media_type: &str, digest: &str, size: usize| OciDescriptor {
-            media_type: media_type.into(),
-            digest: digest.into(),
-            size: size as i64,
-            ..OciDescriptor::default()
-        };
         let manifest = OciImageManifest {
             schema_version: 2,
             media_type: Some(OCI_IMAGE_MEDIA_TYPE.into()),
-            config: descriptor(CONFIG_MEDIA_TYPE, &config_digest, config.len()),
-            layers: vec![descriptor(LAYER_MEDIA_TYPE, &layer_digest, wasm.len())],
+            config: descriptor(CONFIG_MEDIA_TYPE, &config),
+            layers: vec![descriptor(LAYER_MEDIA_TYPE, &wasm)],
             artifact_type: Some(CONFIG_MEDIA_TYPE.into()),
             ..OciImageManifest::default()
         };
-        for (blob, digest) in [(wasm, layer_digest), (config, config_digest)] {
+        self.push_image(reference, auth, vec![wasm, config], &manifest)
+            .await
+    }
+
+    /// Pushes `blobs`, then `manifest` (an OCI image manifest naming them, or blobs already in the repository)
+    /// to `reference`; returns the manifest's digest.
+    pub async fn push_image(
+        &self,
+        reference: &Reference,
+        auth: &RegistryAuth,
+        blobs: Vec<Vec<u8>>,
+        manifest: &OciImageManifest,
+    ) -> Result<String, ArtifactError> {
+        self.client
+            .auth(reference, auth, oci_client::RegistryOperation::Push)
+            .await
+            .map_err(|e| classify(reference, e))?;
+        for blob in blobs {
+            let digest = sha256_digest(&blob);
             self.client
                 .push_blob(reference, blob, &digest)
                 .await
                 .map_err(|e| classify(reference, e))?;
         }
-        let manifest = serde_json::to_vec(&manifest).map_err(|e| ArtifactError::Client(e.to_string()))?;
+        let manifest = serde_json::to_vec(manifest).map_err(|e| ArtifactError::Client(e.to_string()))?;
         let digest = sha256_digest(&manifest);
         let content_type = http::HeaderValue::from_static(OCI_IMAGE_MEDIA_TYPE);
         self.client
@@ -222,6 +233,80 @@ impl Registry {
             .await
             .map_err(|e| classify(reference, e))?;
         Ok(digest)
+    }
+
+    /// The raw manifest `reference` names, if the registry has one of the `accepted` media types, at most `max`
+    /// bytes (the client reads a manifest whole: the bound is checked after, as [`Registry::pull`] does).
+    pub async fn manifest(
+        &self,
+        reference: &Reference,
+        auth: &RegistryAuth,
+        accepted: &[&str],
+        max: usize,
+    ) -> Result<Option<Vec<u8>>, ArtifactError> {
+        let raw = match self.client.pull_manifest_raw(reference, auth, accepted).await {
+            Ok((raw, _)) => raw,
+            Err(e) => {
+                return match classify(reference, e) {
+                    ArtifactError::NotFound(_) => Ok(None),
+                    other => Err(other),
+                };
+            }
+        };
+        if raw.len() > max {
+            return Err(ArtifactError::Oversized {
+                what: format!("the manifest {reference}"),
+                limit: max as u64,
+            });
+        }
+        Ok(Some(raw.to_vec()))
+    }
+
+    /// The blob `descriptor` names in `reference`'s repository, read up to `max` bytes (its declared size is
+    /// checked first), its digest checked.
+    pub async fn blob(
+        &self,
+        reference: &Reference,
+        auth: &RegistryAuth,
+        descriptor: &OciDescriptor,
+        max: u64,
+    ) -> Result<Vec<u8>, ArtifactError> {
+        let oversized = || ArtifactError::Oversized {
+            what: format!("the blob {}", descriptor.digest),
+            limit: max,
+        };
+        if !u64::try_from(descriptor.size).is_ok_and(|size| size <= max) {
+            return Err(oversized());
+        }
+        self.client
+            .store_auth_if_needed(reference.resolve_registry(), auth)
+            .await;
+        let mut buffer = BoundedBuffer::new(max);
+        self.client
+            .pull_blob(reference, descriptor, &mut buffer)
+            .await
+            .map_err(|e| match buffer.overflowed {
+                true => oversized(),
+                false => classify(reference, e),
+            })?;
+        let actual = sha256_digest(&buffer.data);
+        if actual != descriptor.digest {
+            return Err(ArtifactError::DigestMismatch {
+                expected: descriptor.digest.clone(),
+                actual,
+            });
+        }
+        Ok(buffer.data)
+    }
+}
+
+/// The descriptor of `blob` with `media_type`.
+pub fn descriptor(media_type: &str, blob: &[u8]) -> OciDescriptor {
+    OciDescriptor {
+        media_type: media_type.into(),
+        digest: sha256_digest(blob),
+        size: i64::try_from(blob.len()).unwrap_or(i64::MAX),
+        ..OciDescriptor::default()
     }
 }
 
@@ -284,20 +369,31 @@ fn classify(reference: &Reference, error: oci_client::errors::OciDistributionErr
     }
 }
 
-/// A buffer that refuses to grow past [`MAX_COMPONENT_BYTES`].
-#[derive(Default)]
+/// A buffer that refuses to grow past `limit` bytes.
 struct BoundedBuffer {
     data: Vec<u8>,
     len: u64,
+    limit: u64,
     overflowed: bool,
+}
+
+impl BoundedBuffer {
+    fn new(limit: u64) -> Self {
+        Self {
+            data: Vec::new(),
+            len: 0,
+            limit,
+            overflowed: false,
+        }
+    }
 }
 
 impl tokio::io::AsyncWrite for BoundedBuffer {
     fn poll_write(mut self: Pin<&mut Self>, _: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
         self.len += buf.len() as u64;
-        if self.len > MAX_COMPONENT_BYTES {
+        if self.len > self.limit {
             self.overflowed = true;
-            return Poll::Ready(Err(std::io::Error::other("the component is too large")));
+            return Poll::Ready(Err(std::io::Error::other("the blob is larger than its bound")));
         }
         self.data.extend_from_slice(buf);
         Poll::Ready(Ok(buf.len()))
@@ -315,16 +411,6 @@ impl tokio::io::AsyncWrite for BoundedBuffer {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_client_is_built_in_a_process_without_a_kubernetes_client() {
-        // `plugin push` builds one first thing; the TLS stack must not depend on kube having run before.
-        let options = RegistryOptions {
-            extra_roots: vec![],
-            timeout: Duration::from_secs(1),
-        };
-        assert!(Registry::new(&options).is_ok());
-    }
 
     #[test]
     fn references_must_pin_a_digest_unless_tags_are_allowed() {

@@ -17,6 +17,7 @@
 pub mod artifact;
 pub mod credentials;
 pub mod resource;
+pub mod signature;
 mod sync;
 
 pub(crate) use sync::{Context, run};

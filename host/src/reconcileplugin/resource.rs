@@ -83,6 +83,10 @@ pub struct ReconcilePluginStatus {
     pub last_error: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+    /// The operator installation that wrote this status (its Lease, `namespace/name`): two installations
+    /// serving one resource show here as a name that changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operator: Option<String>,
 }
 
 impl k8s_openapi::Resource for ReconcilePlugin {

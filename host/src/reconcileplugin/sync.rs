@@ -29,6 +29,7 @@ use super::{
     artifact::{self, Registry},
     credentials,
     resource::{ReconcilePlugin, ReconcilePluginSpec, ReconcilePluginStatus, short},
+    signature::{self, PublicKey},
 };
 use crate::{
     metrics::Metrics,
@@ -39,10 +40,17 @@ use crate::{
 
 /// Pulled components kept in memory by manifest digest, so that a rollback needs no pull.
 const BLOBS_KEPT: usize = 8;
+/// Signature checks that passed, kept so that a rollback to a version verified with the same key needs no
+/// registry either.
+const VERIFIED_KEPT: usize = 32;
 /// How often the loop looks again without a change (retries, a leadership change).
 const TICK: Duration = Duration::from_secs(2);
 const FIRST_RETRY: Duration = Duration::from_secs(5);
 const LAST_RETRY: Duration = Duration::from_secs(300);
+/// The field manager of the status, which is applied whole.
+const STATUS_MANAGER: &str = "kuberay-wasm-plugins";
+/// How often at most a replica writes over a status another operator installation wrote.
+const CONTESTED_WRITES: Duration = Duration::from_secs(60);
 
 /// What the loop needs from the operator.
 pub(crate) struct Context {
@@ -52,6 +60,8 @@ pub(crate) struct Context {
     pub(crate) readiness: Arc<Readiness>,
     pub(crate) metrics: Metrics,
     pub(crate) instance: Option<String>,
+    /// This installation's name in the status (`operator`): its Lease as `namespace/name`.
+    pub(crate) operator: String,
     pub(crate) options: ResourceOptions,
 }
 
@@ -98,6 +108,8 @@ struct Tracked {
     failure: Option<Failure>,
     retry: Option<(Instant, Duration)>,
     generation: Option<i64>,
+    /// When this replica last wrote over a status another installation had written.
+    contested: Option<Instant>,
 }
 
 /// Runs until the operator stops: watches the resources and serves what they name.
@@ -130,6 +142,7 @@ pub(crate) async fn run(ctx: Context) {
         ),
         tracked: HashMap::new(),
         blobs: VecDeque::new(),
+        verified: Verified::default(),
     };
     let mut tick = tokio::time::interval(TICK);
     let mut listed = false;
@@ -157,6 +170,46 @@ struct Loop<'a> {
     recorder: Recorder,
     tracked: HashMap<String, Tracked>,
     blobs: VecDeque<(String, Arc<Vec<u8>>)>,
+    verified: Verified,
+}
+
+/// The signature checks that passed, by repository, manifest digest and key: a version the blob cache holds is
+/// served without a pull, but never without a check of its signature with the key the resource names now.
+#[derive(Debug, Default)]
+struct Verified(VecDeque<(String, String, String)>);
+
+impl Verified {
+    fn entry(reference: &Reference, digest: &str, key: &PublicKey) -> (String, String, String) {
+        (
+            format!("{}/{}", reference.registry(), reference.repository()),
+            digest.to_string(),
+            key.fingerprint().to_string(),
+        )
+    }
+
+    fn contains(&self, reference: &Reference, digest: &str, key: &PublicKey) -> bool {
+        self.0.contains(&Self::entry(reference, digest, key))
+    }
+
+    fn insert(&mut self, reference: &Reference, digest: &str, key: &PublicKey) {
+        let entry = Self::entry(reference, digest, key);
+        if self.0.contains(&entry) {
+            return;
+        }
+        if self.0.len() == VERIFIED_KEPT {
+            self.0.pop_front();
+        }
+        self.0.push_back(entry);
+    }
+}
+
+/// The key a resource's versions must be signed with, if it names one; checked before anything is pulled.
+fn verification_key(spec: &ReconcilePluginSpec) -> Result<Option<PublicKey>, Failure> {
+    spec.verification
+        .as_ref()
+        .map(|v| PublicKey::from_pem(&v.public_key))
+        .transpose()
+        .map_err(|e| Failure::new(e.reason(), format!("spec.verification.publicKey: {e}")))
 }
 
 impl Loop<'_> {
@@ -232,6 +285,9 @@ impl Loop<'_> {
             if leading {
                 self.event(resource, event).await;
             }
+        } else if !spec.paused {
+            // A change that decides nothing (only `paused` back to false) is in effect as it is.
+            tracked.generation = resource.metadata.generation;
         }
         if leading {
             self.write_status(resource).await;
@@ -242,24 +298,26 @@ impl Loop<'_> {
     async fn roll_out(&mut self, name: &str, spec: &ReconcilePluginSpec) -> Result<Serving, Failure> {
         let reference = artifact::parse_reference(&spec.artifact, self.ctx.options.allow_tags)
             .map_err(|e| Failure::new(e.reason(), e.to_string()))?;
-        if spec.verification.is_some() {
-            return Err(Failure::new(
-                "SignatureUnsupported",
-                "signature verification is not available in this version of the operator",
-            ));
-        }
+        let key = verification_key(spec)?;
         parse_kind(&spec.reconciles)
             .map_err(|e| Failure::new("InvalidGrant", format!("spec.reconciles: {e}")))?;
         let policy = self
             .ctx
             .sandbox
             .policy()
-            .with_resource(name, &spec.reconciles, &spec.grant)
+            .with_resource(name, &spec.reconciles, &spec.grant, spec.config.as_ref())
             .map_err(|e| match e {
                 PolicyError::Clash(m) => Failure::new("PluginClash", m),
                 other => Failure::new("InvalidGrant", other.to_string()),
             })?;
-        let (digest, wasm) = self.component(&reference, spec).await?;
+        let pulling = Instant::now();
+        let (digest, wasm, auth) = self.component(&reference, spec).await?;
+        if let Some(key) = &key {
+            self.verify(&reference, spec, &digest, key, auth).await?;
+        }
+        // The pull and the signature check.
+        let pulled = pulling.elapsed();
+        let loading = Instant::now();
         let plugin = self
             .ctx
             .sandbox
@@ -271,6 +329,10 @@ impl Loop<'_> {
             kind: plugin.metadata.reconciles.clone(),
             version: plugin.metadata.version.clone(),
         };
+        tracing::info!(
+            reconcileplugin = %name, digest = %serving.digest, pull_ms = pulled.as_millis() as u64,
+            load_ms = loading.elapsed().as_millis() as u64, "plugin version verified; serving it"
+        );
         let replaced = self
             .tracked
             .get(name)
@@ -289,16 +351,17 @@ impl Loop<'_> {
         Ok(serving)
     }
 
-    /// The component `reference` names, from memory or the registry.
+    /// The component `reference` names, from memory or the registry, with the credentials it was pulled with
+    /// (none when it came from memory).
     async fn component(
         &mut self,
         reference: &Reference,
         spec: &ReconcilePluginSpec,
-    ) -> Result<(String, Arc<Vec<u8>>), Failure> {
+    ) -> Result<(String, Arc<Vec<u8>>, Option<RegistryAuth>), Failure> {
         if let Some(digest) = reference.digest()
             && let Some((_, wasm)) = self.blobs.iter().find(|(d, _)| d == digest)
         {
-            return Ok((digest.to_string(), wasm.clone()));
+            return Ok((digest.to_string(), wasm.clone(), None));
         }
         let auth = self.credentials(reference, spec).await?;
         let pulled = self.registry.pull(reference, &auth).await.map_err(|e| {
@@ -317,7 +380,39 @@ impl Loop<'_> {
         }
         self.blobs
             .push_back((pulled.manifest_digest.clone(), wasm.clone()));
-        Ok((pulled.manifest_digest, wasm))
+        Ok((pulled.manifest_digest, wasm, Some(auth)))
+    }
+
+    /// Refuses the version `digest` unless its repository holds a cosign signature of it that `key` verifies
+    /// (`signature.rs`); a pass is remembered for that repository, digest and key.
+    async fn verify(
+        &mut self,
+        reference: &Reference,
+        spec: &ReconcilePluginSpec,
+        digest: &str,
+        key: &PublicKey,
+        auth: Option<RegistryAuth>,
+    ) -> Result<(), Failure> {
+        if self.verified.contains(reference, digest, key) {
+            return Ok(());
+        }
+        let auth = match auth {
+            Some(auth) => auth,
+            None => self.credentials(reference, spec).await?,
+        };
+        signature::verify(&self.registry, reference, &auth, digest, key)
+            .await
+            .map_err(|e| {
+                let failure = Failure::new(e.reason(), e.to_string());
+                if e.transient() {
+                    failure.transient()
+                } else {
+                    failure
+                }
+            })?;
+        tracing::info!(artifact = %spec.artifact, %digest, key = key.fingerprint(), "signature verified");
+        self.verified.insert(reference, digest, key);
+        Ok(())
     }
 
     async fn credentials(
@@ -376,49 +471,43 @@ impl Loop<'_> {
     }
 
     /// Writes the status this replica sees, if it differs from the one recorded.
-    async fn write_status(&self, resource: &ReconcilePlugin) {
+    async fn write_status(&mut self, resource: &ReconcilePlugin) {
         let name = resource.name_any();
-        let Some(tracked) = self.tracked.get(&name) else {
+        let Some(tracked) = self.tracked.get_mut(&name) else {
             return;
         };
         let current = resource.status.clone().unwrap_or_default();
-        let status = status(tracked, resource, &current);
+        let status = status(tracked, resource, &current, &self.ctx.operator);
         if status == current {
             return;
         }
-        let patch = status_patch(&status);
-        let result = self
-            .api
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await;
+        if let Some(other) = current.operator.as_deref().filter(|o| *o != self.ctx.operator) {
+            // Two installations would otherwise overwrite each other at every tick.
+            if tracked
+                .contested
+                .is_some_and(|at| at.elapsed() < CONTESTED_WRITES)
+            {
+                return;
+            }
+            tracked.contested = Some(Instant::now());
+            tracing::warn!(
+                reconcileplugin = %name, other_operator = other, operator = %self.ctx.operator,
+                "another operator installation serves this resource too and writes its status; give each \
+                 installation its own --plugin-resource-selector"
+            );
+        }
+        // Applied whole, so that no field another writer left behind (a digest beside a refusal) survives.
+        let patch = serde_json::json!({
+            "apiVersion": ReconcilePlugin::api_version(&()),
+            "kind": ReconcilePlugin::kind(&()),
+            "status": status,
+        });
+        let params = PatchParams::apply(STATUS_MANAGER).force();
+        let result = self.api.patch_status(&name, &params, &Patch::Apply(&patch)).await;
         if let Err(e) = result {
             tracing::warn!(reconcileplugin = %name, error = %e, "could not write the status");
         }
     }
-}
-
-/// The status fields, as written: a merge patch sets each one, to null when `status` has none.
-const STATUS_FIELDS: [&str; 7] = [
-    "conditions",
-    "digest",
-    "shortDigest",
-    "previousDigest",
-    "version",
-    "lastError",
-    "observedGeneration",
-];
-
-/// A merge patch making the recorded status `status`. The status omits empty fields, and a merge patch leaves
-/// what it omits as it was: `lastError` stayed after a good version served again, and the status, never equal
-/// to the one computed, was patched every tick.
-fn status_patch(status: &ReconcilePluginStatus) -> serde_json::Value {
-    let mut value = serde_json::to_value(status).unwrap_or_default();
-    if let Some(fields) = value.as_object_mut() {
-        for field in STATUS_FIELDS {
-            fields.entry(field).or_insert(serde_json::Value::Null);
-        }
-    }
-    serde_json::json!({ "status": value })
 }
 
 /// The spec that decides what serves: everything but `paused`.
@@ -444,6 +533,7 @@ fn status(
     tracked: &Tracked,
     resource: &ReconcilePlugin,
     current: &ReconcilePluginStatus,
+    operator: &str,
 ) -> ReconcilePluginStatus {
     let paused_behind =
         resource.spec.paused && tracked.attempted.as_deref() != Some(desired_key(&resource.spec).as_str());
@@ -497,50 +587,63 @@ fn status(
         } else {
             tracked.generation.or(generation)
         },
+        operator: Some(operator.to_string()),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::reconcileplugin::{resource::Verification, signature::SigningKey};
 
     #[test]
-    fn the_status_patch_removes_what_the_status_no_longer_has() {
-        let full = ReconcilePluginStatus {
-            conditions: vec![Condition {
-                type_: "Ready".into(),
-                status: "True".into(),
-                reason: "Serving".into(),
-                message: String::new(),
-                last_transition_time: Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH),
-                observed_generation: None,
-            }],
-            digest: Some("sha256:a".into()),
-            short_digest: Some("a".into()),
-            previous_digest: Some("sha256:b".into()),
-            version: Some("1".into()),
-            last_error: Some("broken".into()),
-            observed_generation: Some(1),
-        };
-        let written = serde_json::to_value(&full).unwrap_or_default();
-        let keys: Vec<&str> = written
-            .as_object()
-            .map(|o| o.keys().map(String::as_str).collect())
-            .unwrap_or_default();
-        assert_eq!(keys.len(), STATUS_FIELDS.len(), "{keys:?}");
-        assert!(keys.iter().all(|k| STATUS_FIELDS.contains(k)), "{keys:?}");
-
-        let recovered = ReconcilePluginStatus {
-            last_error: None,
-            ..full
-        };
-        let patch = status_patch(&recovered);
-        assert_eq!(patch["status"]["lastError"], serde_json::Value::Null);
-        assert!(
-            patch["status"]
-                .as_object()
-                .is_some_and(|s| s.contains_key("lastError"))
+    fn a_signature_check_is_remembered_per_repository_digest_and_key() {
+        let (key, other_key) = (
+            SigningKey::generate().unwrap().public_key(),
+            SigningKey::generate().unwrap().public_key(),
         );
-        assert_eq!(patch["status"]["digest"], "sha256:a");
+        let digest = artifact::sha256_digest(b"manifest");
+        let reference: Reference = format!("127.0.0.1:5000/plugins/rc@{digest}").parse().unwrap();
+        let mirror: Reference = format!("127.0.0.1:5000/mirror/rc@{digest}").parse().unwrap();
+        let mut verified = Verified::default();
+        assert!(!verified.contains(&reference, &digest, &key));
+        verified.insert(&reference, &digest, &key);
+        verified.insert(&reference, &digest, &key);
+        assert_eq!(verified.0.len(), 1);
+        assert!(verified.contains(&reference, &digest, &key));
+        // The key changed: the cached version is checked again, as is the same digest elsewhere.
+        assert!(!verified.contains(&reference, &digest, &other_key));
+        assert!(!verified.contains(&mirror, &digest, &key));
+        assert!(!verified.contains(&reference, &artifact::sha256_digest(b"other"), &key));
+        // Bounded: the oldest goes first.
+        for i in 0..VERIFIED_KEPT {
+            verified.insert(&reference, &artifact::sha256_digest(&i.to_le_bytes()), &key);
+        }
+        assert_eq!(verified.0.len(), VERIFIED_KEPT);
+        assert!(!verified.contains(&reference, &digest, &key));
+    }
+
+    #[test]
+    fn the_key_is_read_before_anything_is_pulled() {
+        let mut spec = ReconcilePluginSpec::default();
+        assert_eq!(verification_key(&spec), Ok(None));
+        let key = SigningKey::generate().unwrap().public_key();
+        spec.verification = Some(Verification {
+            public_key: key.to_pem().unwrap(),
+        });
+        assert_eq!(verification_key(&spec), Ok(Some(key)));
+        for bad in ["", "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n"] {
+            spec.verification = Some(Verification {
+                public_key: bad.into(),
+            });
+            let failure = verification_key(&spec).unwrap_err();
+            assert_eq!(failure.reason, "InvalidPublicKey");
+            assert!(!failure.transient);
+            assert!(
+                failure.message.starts_with("spec.verification.publicKey: "),
+                "{}",
+                failure.message
+            );
+        }
     }
 }

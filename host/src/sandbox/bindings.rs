@@ -10,5 +10,7 @@ wasmtime::component::bindgen!({
 
 pub use self::{
     exports::kuberay::plugin::reconciler as wit_reconciler,
-    kuberay::plugin::{kubernetes as wit_k8s, log as wit_log, ray_head as wit_ray, types as wit_types},
+    kuberay::plugin::{
+        config as wit_config, kubernetes as wit_k8s, log as wit_log, ray_head as wit_ray, types as wit_types,
+    },
 };

@@ -10,7 +10,7 @@ use wasmtime::{Engine, Store, component::ResourceTable};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use super::{
-    bindings::{ReconcilePluginPre, wit_k8s, wit_log, wit_ray, wit_reconciler, wit_types},
+    bindings::{ReconcilePluginPre, wit_config, wit_k8s, wit_log, wit_ray, wit_reconciler, wit_types},
     budget::{self, CallBudget, Cost, Exceeded, TokenBucket, Usage},
     host_api::HostApi,
     limits::StoreLimits,
@@ -51,6 +51,8 @@ pub struct CallContext {
     pub(crate) log_rate: Arc<LogRate>,
     /// The plugin's written bytes across calls (its grant's `budget.rates`), shared by all its calls.
     pub(crate) write_rate: Arc<TokenBucket>,
+    /// Its configuration (a JSON object), the same for every call of one loaded version.
+    pub(crate) config: Arc<str>,
 }
 
 /// The data of a Store: WASI with nothing in it, the limits, and the call's context.
@@ -93,14 +95,7 @@ impl CallState {
 
     /// A refusal unless the grant allows `verb` on `kind`.
     fn check(&self, kind: &Kind, verb: Verb) -> Result<(), HostError> {
-        if self.ctx.grant.allows(kind, verb) {
-            return Ok(());
-        }
-        Err(HostError::Forbidden(format!(
-            "plugin {} is not granted {} on {kind}",
-            self.ctx.plugin,
-            verb_name(verb)
-        )))
+        check_grant(&self.ctx.grant, &self.ctx.plugin, kind, verb)
     }
 
     /// Turns a breach of a limit into the error the plugin gets; the first one is logged and counted.
@@ -174,6 +169,18 @@ impl CallState {
             }
         }
     }
+}
+
+/// The grant check of every host call on a kind: a refusal unless `grant` (of the plugin `plugin`) allows
+/// `verb` on `kind`.
+pub(crate) fn check_grant(grant: &Grant, plugin: &str, kind: &Kind, verb: Verb) -> Result<(), HostError> {
+    if grant.allows(kind, verb) {
+        return Ok(());
+    }
+    Err(HostError::Forbidden(format!(
+        "plugin {plugin} is not granted {} on {kind}",
+        verb_name(verb)
+    )))
 }
 
 /// The host calls that write: the first refusal of one in a call is reported about the object too.
@@ -318,6 +325,12 @@ impl wit_k8s::Host for CallState {
         let call = self.ctx.host.record_event(wit::event(event));
         let result = checked(self.check(&kind, Verb::RecordEvent), call).await;
         self.finish("record-event", &kind, result)
+    }
+}
+
+impl wit_config::Host for CallState {
+    async fn get(&mut self) -> String {
+        self.ctx.config.to_string()
     }
 }
 

@@ -55,4 +55,4 @@ pub use compile::{
 };
 pub use plugin::{LoadError, LoadedPlugin};
 pub(crate) use registry::PluginSlot;
-pub use registry::{Sandbox, SandboxConfig, SandboxError};
+pub use registry::{Sandbox, SandboxConfig, SandboxError, base_config};

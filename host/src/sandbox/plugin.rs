@@ -72,6 +72,8 @@ pub struct LoadedPlugin {
     log_rate: Arc<LogRate>,
     /// Its written bytes across calls; the sandbox shares one per policy entry across reloads.
     pub(crate) write_rate: Arc<TokenBucket>,
+    /// Its configuration, a JSON object (see the WIT `config` interface).
+    pub config: Arc<str>,
 }
 
 impl LoadedPlugin {
@@ -90,6 +92,7 @@ impl LoadedPlugin {
             metrics,
             log_rate: self.log_rate.clone(),
             write_rate: self.write_rate.clone(),
+            config: self.config.clone(),
         }
     }
 }
@@ -113,6 +116,8 @@ pub(crate) struct Loader<'a> {
     pub(crate) policy: &'a Policy,
     pub(crate) limits: CallLimits,
     pub(crate) metrics: &'a Metrics,
+    /// The operator's part of every plugin's configuration.
+    pub(crate) base_config: &'a serde_json::Map<String, serde_json::Value>,
 }
 
 impl Loader<'_> {
@@ -136,17 +141,12 @@ impl Loader<'_> {
         digest: String,
         origin: &str,
     ) -> Result<LoadedPlugin, LoadError> {
-        if wasm.len() as u64 > MAX_COMPONENT_BYTES {
-            return Err(compile_failure(
-                &entry.name,
-                CompileError::TooLarge(format!("more than {MAX_COMPONENT_BYTES} bytes")),
-            ));
-        }
-        let compiled = compile::component(self.engine, self.cache, self.compiler, wasm, &digest).await;
-        let (component, source) = compiled.map_err(|e| compile_failure(&entry.name, e))?;
-        let pre = self.pre(&component)?;
+        let (pre, source) = self.compile(&entry.name, wasm, &digest).await?;
         let log_rate = Arc::new(LogRate::default());
-        let metadata = self.metadata(&pre, origin, &log_rate).await?;
+        let mut config = self.base_config.clone();
+        config.extend(entry.config.clone());
+        let config: Arc<str> = serde_json::Value::Object(config).to_string().into();
+        let metadata = self.metadata(&pre, origin, &log_rate, &config).await?;
         let grant =
             grant_for_entry(self.policy, entry, &metadata, self.limits.budget).map_err(LoadError::Refused)?;
         let rates = grant.budget.rates;
@@ -161,7 +161,40 @@ impl Loader<'_> {
                 rates.write_bytes_burst,
                 rates.write_bytes_per_second,
             )),
+            config,
         })
+    }
+
+    /// What the component `wasm` (SHA-256 `digest`, from `origin`) says about itself, whatever the policy
+    /// says about it: compiled (or loaded from the cache) within the same bounds, then asked for its metadata
+    /// with no host access. For tools (`plugin run`) that pick a grant by the plugin's name.
+    pub(crate) async fn describe(
+        &self,
+        wasm: Vec<u8>,
+        digest: &str,
+        origin: &str,
+    ) -> Result<PluginMetadata, LoadError> {
+        let (pre, _) = self.compile("unknown", wasm, digest).await?;
+        self.metadata(&pre, origin, &Arc::new(LogRate::default()), &Arc::from("{}"))
+            .await
+    }
+
+    /// Compiles (or loads from the cache) `wasm` for the entry `entry` (for refusals) and resolves its imports.
+    async fn compile(
+        &self,
+        entry: &str,
+        wasm: Vec<u8>,
+        digest: &str,
+    ) -> Result<(ReconcilePluginPre<CallState>, Source), LoadError> {
+        if wasm.len() as u64 > MAX_COMPONENT_BYTES {
+            return Err(compile_failure(
+                entry,
+                CompileError::TooLarge(format!("more than {MAX_COMPONENT_BYTES} bytes")),
+            ));
+        }
+        let compiled = compile::component(self.engine, self.cache, self.compiler, wasm, digest).await;
+        let (component, source) = compiled.map_err(|e| compile_failure(entry, e))?;
+        Ok((self.pre(&component)?, source))
     }
 
     fn pre(&self, component: &Component) -> Result<ReconcilePluginPre<CallState>, LoadError> {
@@ -180,6 +213,7 @@ impl Loader<'_> {
         pre: &ReconcilePluginPre<CallState>,
         origin: &str,
         log_rate: &Arc<LogRate>,
+        config: &Arc<str>,
     ) -> Result<PluginMetadata, LoadError> {
         let grant = Arc::new(Grant::default());
         let probe = CallContext {
@@ -191,6 +225,7 @@ impl Loader<'_> {
             host: Arc::new(super::host_api_denied::DeniedHost),
             metrics: self.metrics.clone(),
             log_rate: log_rate.clone(),
+            config: config.clone(),
         };
         let state = CallState::new(probe, &self.limits);
         let raw = call::metadata(self.engine, pre, state, self.limits)

@@ -10,7 +10,7 @@ use std::{
     time::SystemTime,
 };
 
-use kuberay_plugin_sdk::Kind;
+use kuberay_plugin_sdk::{Kind, PluginMetadata};
 use wasmtime::{Engine, component::Linker};
 
 use super::{
@@ -39,6 +39,17 @@ pub struct SandboxConfig {
     /// Where plugin components are compiled: in a child process with OS-enforced bounds, or (`None`) in
     /// this process, bounded by the static limits only (see `compile.rs`).
     pub compiler: Option<ChildCompiler>,
+    /// The operator's settings plugins read through the WIT `config` interface (`clusterDomain`), under each
+    /// entry's own `config`.
+    pub base_config: serde_json::Map<String, serde_json::Value>,
+}
+
+/// The operator's part of every plugin's configuration: the cluster's DNS domain (`--cluster-domain`), which
+/// KubeRay reads from `CLUSTER_DOMAIN`.
+pub fn base_config(cluster_domain: &str) -> serde_json::Map<String, serde_json::Value> {
+    [("clusterDomain".to_string(), cluster_domain.into())]
+        .into_iter()
+        .collect()
 }
 
 /// What serves a kind.
@@ -150,6 +161,15 @@ impl Sandbox {
         Ok(plugin)
     }
 
+    /// What the component `wasm` (from `origin`, for messages) says about itself, before any policy is
+    /// consulted (see `plugin::Loader::describe`).
+    pub(crate) async fn describe(&self, wasm: Vec<u8>, origin: &str) -> Result<PluginMetadata, LoadError> {
+        let _running = self.ticker.running();
+        let policy = self.policy();
+        let digest = super::compile_cache::sha256_hex(&wasm);
+        self.loader(&policy).describe(wasm, &digest, origin).await
+    }
+
     /// Puts `policy` in force and `plugin` (loaded under it) in place of whatever served its kind; calls in
     /// flight finish on the version they started with. True when the kind is served for the first time.
     pub(crate) fn serve(&self, policy: Arc<Policy>, plugin: LoadedPlugin, origin: &str) -> bool {
@@ -200,6 +220,7 @@ impl Sandbox {
             policy,
             limits: self.config.limits,
             metrics: &self.metrics,
+            base_config: &self.config.base_config,
         }
     }
 

@@ -77,6 +77,7 @@ fn sandbox(cache_dir: Option<&Path>, compiler: Option<ChildCompiler>) -> Arc<San
         policy: Arc::new(test_policy()),
         max_concurrent_calls: 2,
         compiler,
+        base_config: Default::default(),
     };
     Sandbox::new(config, Metrics::new()).expect("a sandbox")
 }

@@ -38,6 +38,8 @@ impl IsolatedOperator {
             .arg("--kubeconfig")
             .arg(&env.info().operator_kubeconfig)
             .args(["--watch-namespace", ns, "--plugin-reload-interval", "0"])
+            // The control plane is shared: another test's ReconcilePlugin resources are not this operator's.
+            .arg("--plugin-resources=false")
             .arg("--metrics-bind-address")
             .arg(format!("127.0.0.1:{metrics_port}"))
             .arg("--health-probe-bind-address")

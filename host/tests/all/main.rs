@@ -9,6 +9,7 @@
 )]
 
 mod admission;
+mod authoring;
 mod budgets;
 mod cli;
 mod compile_bounds;
@@ -23,6 +24,8 @@ mod isolated;
 mod kuberay_samples;
 mod leadership;
 mod limits;
+mod plugin_config;
+mod plugin_signatures;
 mod policy;
 mod provenance;
 mod python_plugin;

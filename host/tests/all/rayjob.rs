@@ -308,6 +308,8 @@ async fn an_operator_killed_mid_submission_submits_the_job_once() {
             .arg("--kubeconfig")
             .arg(env.kubeconfig())
             .args(["--watch-namespace", ns.name(), "--plugin-reload-interval", "0"])
+            // The control plane is shared: another test's ReconcilePlugin resources are not this operator's.
+            .arg("--plugin-resources=false")
             .args([
                 "--metrics-bind-address",
                 "127.0.0.1:0",

@@ -57,11 +57,7 @@ fn condition<'a>(status: &'a Value, type_: &str) -> Option<&'a Value> {
 
 /// Waits until the resource's status satisfies `check`, and returns it.
 async fn until(api: &Api<ReconcilePlugin>, what: &str, check: impl Fn(&Value) -> bool) -> Value {
-    eventually(what, TIMEOUT, || async {
-        let status = status(api, "raycluster").await;
-        check(&status).then_some(status)
-    })
-    .await
+    until_named(api, "raycluster", what, check).await
 }
 
 async fn set_artifact(api: &Api<ReconcilePlugin>, spec: Value) {
@@ -97,26 +93,14 @@ fn raycluster(name: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resource_rolls_a_plugin_out_back_and_refuses_bad_versions_while_the_old_one_serves() {
-    let env = env().await;
-    let client = env.client().await.unwrap();
-    crds::install(
-        &client,
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/crds"),
-    )
-    .await
-    .unwrap();
-    let ns = namespace(env, "rplugin").await;
-    let registry = env.registry().expect("the test environment's registry");
+    let Setup {
+        env,
+        client,
+        ns,
+        registry,
+    } = setup("rplugin").await;
 
     // v1, v2 (same plugin, another digest) and a broken version, pushed with the library's client.
-    let ca = std::fs::read(registry.ca_path()).unwrap();
-    let client_options = RegistryOptions {
-        extra_roots: vec![ca.clone()],
-        timeout: Duration::from_secs(30),
-    };
-    let oci = Registry::new(&client_options).unwrap();
-    let auth = RegistryAuth::Basic(registry.username.clone(), registry.password.clone());
-    let repository = format!("{}/{}/raycluster", registry.host_port, ns.name());
     let wasm = std::fs::read(kuberay_plugin_artifacts::RAYCLUSTER).unwrap();
     let mut pushed = Vec::new();
     for (tag, bytes) in [
@@ -126,31 +110,12 @@ async fn a_resource_rolls_a_plugin_out_back_and_refuses_bad_versions_while_the_o
         // Never pulled before the step that needs credentials: a version in memory needs none.
         ("v3", variant(&wasm, "v3")),
     ] {
-        let reference = format!("{repository}:{tag}").parse().unwrap();
-        let digest = oci.push(&reference, &auth, bytes).await.unwrap();
-        pushed.push(format!("{repository}@{digest}"));
+        pushed.push(push(registry, ns.name(), "raycluster", tag, bytes).await);
     }
+    let repository = format!("{}/{}/raycluster", registry.host_port, ns.name());
     let [v1, v2, broken, v3] = <[String; 4]>::try_from(pushed).unwrap();
 
-    // The pull Secret, in the namespace the operator takes for its own.
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), ns.name());
-    let docker_config = registry.docker_config_json(&registry.host_port);
-    let secret = Secret {
-        metadata: ObjectMeta {
-            name: Some("regcred".into()),
-            ..Default::default()
-        },
-        type_: Some("kubernetes.io/dockerconfigjson".into()),
-        data: Some(
-            [(
-                ".dockerconfigjson".to_string(),
-                ByteString(docker_config.into_bytes()),
-            )]
-            .into(),
-        ),
-        ..Default::default()
-    };
-    secrets.create(&PostParams::default(), &secret).await.unwrap();
+    pull_secret(&client, &ns, registry).await;
 
     // The operator serves RayClusters only through the resource: the file's raycluster entry is disabled.
     let selector = format!("kuberay-wasm-test={}", ns.name());
@@ -164,7 +129,7 @@ async fn a_resource_rolls_a_plugin_out_back_and_refuses_bad_versions_while_the_o
                 namespace: Some(ns.name().to_string()),
                 selector: Some(selector.clone()),
                 allow_tags: false,
-                registry: client_options.clone(),
+                registry: registry_options(registry),
             }),
             ..OperatorOptions::default()
         },
@@ -203,6 +168,8 @@ async fn a_resource_rolls_a_plugin_out_back_and_refuses_bad_versions_while_the_o
         "{first}"
     );
     assert_eq!(first["shortDigest"], d1.trim_start_matches("sha256:")[..12]);
+    // The installation that wrote it, so that two installations serving one resource can be told apart.
+    assert_eq!(first["operator"], format!("test-{}", ns.name()), "{first}");
 
     let clusters = rayclusters(&client, &ns);
     apply(&clusters, &raycluster("before")).await;
@@ -303,4 +270,210 @@ async fn a_resource_rolls_a_plugin_out_back_and_refuses_bad_versions_while_the_o
         "a RayCluster is not reconciled once its plugin's resource is gone"
     );
     operator.stop().await;
+}
+
+/// A test namespace, the ReconcilePlugin CRD installed, and the environment's registry.
+pub(crate) struct Setup {
+    pub(crate) env: &'static kuberay_testenv::TestEnv,
+    pub(crate) client: Client,
+    pub(crate) ns: kuberay_testenv::TestNamespace,
+    pub(crate) registry: &'static kuberay_testenv::registry::Registry,
+}
+
+pub(crate) async fn setup(prefix: &str) -> Setup {
+    let env = env().await;
+    let client = env.client().await.unwrap();
+    crds::install(
+        &client,
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/crds"),
+    )
+    .await
+    .unwrap();
+    let ns = namespace(env, prefix).await;
+    let registry = env.registry().expect("the test environment's registry");
+    Setup {
+        env,
+        client,
+        ns,
+        registry,
+    }
+}
+
+/// The pull Secret `regcred`, in the namespace the tests' operators take for their own.
+pub(crate) async fn pull_secret(
+    client: &Client,
+    ns: &kuberay_testenv::TestNamespace,
+    registry: &kuberay_testenv::registry::Registry,
+) {
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), ns.name());
+    let docker_config = registry.docker_config_json(&registry.host_port);
+    let secret = Secret {
+        metadata: ObjectMeta {
+            name: Some("regcred".into()),
+            ..Default::default()
+        },
+        type_: Some("kubernetes.io/dockerconfigjson".into()),
+        data: Some(
+            [(
+                ".dockerconfigjson".to_string(),
+                ByteString(docker_config.into_bytes()),
+            )]
+            .into(),
+        ),
+        ..Default::default()
+    };
+    secrets.create(&PostParams::default(), &secret).await.unwrap();
+}
+
+/// How the operator and the tests reach the environment's registry: trusting its CA.
+pub(crate) fn registry_options(registry: &kuberay_testenv::registry::Registry) -> RegistryOptions {
+    RegistryOptions {
+        extra_roots: vec![std::fs::read(registry.ca_path()).unwrap()],
+        timeout: Duration::from_secs(30),
+    }
+}
+
+/// Pushes `wasm` to the environment's registry as `<namespace>/<name>:<tag>` and returns the pinned reference.
+async fn push(
+    registry: &kuberay_testenv::registry::Registry,
+    ns: &str,
+    name: &str,
+    tag: &str,
+    wasm: Vec<u8>,
+) -> String {
+    let oci = Registry::new(&registry_options(registry)).unwrap();
+    let auth = RegistryAuth::Basic(registry.username.clone(), registry.password.clone());
+    let repository = format!("{}/{ns}/{name}", registry.host_port);
+    let digest = oci
+        .push(&format!("{repository}:{tag}").parse().unwrap(), &auth, wasm)
+        .await
+        .unwrap();
+    format!("{repository}@{digest}")
+}
+
+/// Every replica, the standby too, loads each version a resource names, so a standby that takes over serves
+/// the newest at once; only the leader writes the status.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standby_serves_the_new_version_before_it_leads() {
+    use kuberay_wasm::leadership::{LeaderElection, unique_identity};
+
+    use crate::containment::{chaos_api, install_chaos_crd_for_tests};
+
+    let Setup {
+        env,
+        client,
+        ns,
+        registry,
+    } = setup("rplugin-standby").await;
+    install_chaos_crd_for_tests(&client).await;
+    let wasm = std::fs::read(kuberay_plugin_artifacts::CHAOS).unwrap();
+    let v1 = push(registry, ns.name(), "chaos", "v1", wasm.clone()).await;
+    let v2 = push(registry, ns.name(), "chaos", "v2", variant(&wasm, "v2")).await;
+    pull_secret(&client, &ns, registry).await;
+
+    let selector = format!("kuberay-wasm-test={}", ns.name());
+    let replica = |name: &str| OperatorOptions {
+        plugins: vec![],
+        policy: Some(Policy::builtin()),
+        leader_election: Some(LeaderElection {
+            namespace: ns.name().to_string(),
+            lease_name: "kuberay-wasm-leader".into(),
+            identity: unique_identity(name),
+            lease_duration: Duration::from_secs(3),
+            renew_deadline: Duration::from_secs(2),
+            retry_period: Duration::from_millis(300),
+        }),
+        instance: Some(name.to_string()),
+        resources: Some(ResourceOptions {
+            namespace: Some(ns.name().to_string()),
+            selector: Some(selector.clone()),
+            allow_tags: false,
+            registry: registry_options(registry),
+        }),
+        ..OperatorOptions::default()
+    };
+    let leader = start_operator(env, &ns, replica("first")).await;
+    eventually("the first replica to lead", TIMEOUT, || async {
+        let lease: Api<k8s_openapi::api::coordination::v1::Lease> =
+            Api::namespaced(client.clone(), ns.name());
+        let holder = lease
+            .get("kuberay-wasm-leader")
+            .await
+            .ok()?
+            .spec?
+            .holder_identity?;
+        holder.starts_with("first").then_some(())
+    })
+    .await;
+    let standby = start_operator(env, &ns, replica("second")).await;
+
+    let api: Api<ReconcilePlugin> = Api::all(client.clone());
+    let _ = api.delete("chaos", &DeleteParams::default()).await;
+    let resource: ReconcilePlugin = serde_json::from_value(json!({
+        "apiVersion": "plugins.kuberay-wasm.io/v1alpha1", "kind": "ReconcilePlugin",
+        "metadata": {"name": "chaos", "labels": {"kuberay-wasm-test": ns.name()}},
+        "spec": {
+            "artifact": v1, "reconciles": "testing.kuberay-wasm.io/v1/Chaos", "pullSecret": "regcred",
+            "grant": {
+                "owns": ["v1/ConfigMap"],
+                "verbs": {
+                    "testing.kuberay-wasm.io/v1/Chaos": ["get", "apply-status", "record-event", "finalize"],
+                    "v1/ConfigMap": ["get", "list", "create", "apply", "delete"],
+                },
+            },
+        },
+    }))
+    .unwrap();
+    api.create(&PostParams::default(), &resource).await.unwrap();
+    let loads = |operator: &crate::support::Operator| {
+        operator.metric("kuberay_wasm_plugin_loads_total", &["plugin=\"chaos\""])
+    };
+    for (version, loaded) in [(&v1, 1.0), (&v2, 2.0)] {
+        if loaded > 1.0 {
+            api.patch(
+                "chaos",
+                &PatchParams::default(),
+                &Patch::Merge(&json!({"spec": {"artifact": version}})),
+            )
+            .await
+            .unwrap();
+        }
+        eventually(&format!("both replicas to load {version}"), TIMEOUT, || async {
+            (loads(&leader) == loaded && loads(&standby) == loaded).then_some(())
+        })
+        .await;
+        let digest = version.rsplit_once('@').unwrap().1;
+        until_named(&api, "chaos", "the leader's status", |s| s["digest"] == digest).await;
+    }
+
+    // The leader goes; the standby takes over with v2 already loaded and reconciles at once.
+    leader.stop().await;
+    let chaos = chaos_api(&client, ns.name());
+    let object = serde_json::from_value(json!({
+        "apiVersion": "testing.kuberay-wasm.io/v1", "kind": "Chaos",
+        "metadata": {"name": "after-takeover"}, "spec": {"behaviour": "ok"},
+    }))
+    .unwrap();
+    chaos.create(&PostParams::default(), &object).await.unwrap();
+    eventually("the new leader to reconcile", TIMEOUT, || async {
+        let object = serde_json::to_value(chaos.get("after-takeover").await.ok()?).ok()?;
+        (object["status"]["observed"] == "ok").then_some(())
+    })
+    .await;
+    assert_eq!(loads(&standby), 2.0, "the new leader did not load again");
+    api.delete("chaos", &DeleteParams::default()).await.unwrap();
+    standby.stop().await;
+}
+
+pub(crate) async fn until_named(
+    api: &Api<ReconcilePlugin>,
+    name: &str,
+    what: &str,
+    check: impl Fn(&Value) -> bool,
+) -> Value {
+    eventually(what, TIMEOUT, || async {
+        let status = status(api, name).await;
+        check(&status).then_some(status)
+    })
+    .await
 }

@@ -147,6 +147,8 @@ pub struct OperatorOptions {
     /// binary built with these tests).
     pub compile_timeout: Duration,
     pub compile_memory_mib: u64,
+    /// `--cluster-domain`, if not the default.
+    pub cluster_domain: Option<String>,
     /// Serve `ReconcilePlugin` resources (`--plugin-resources`) with these options.
     pub resources: Option<kuberay_wasm::reconcileplugin::ResourceOptions>,
 }
@@ -202,6 +204,7 @@ impl Default for OperatorOptions {
             compile_timeout: Duration::from_secs(600),
             compile_memory_mib: kuberay_wasm::DEFAULT_COMPILE_MEMORY_MIB,
             resources: None,
+            cluster_domain: None,
         }
     }
 }
@@ -307,6 +310,9 @@ pub async fn start_operator_watching(
         config = config.with_leader_election(election);
     }
     config.resources = options.resources;
+    if let Some(domain) = options.cluster_domain {
+        config.routing.cluster_domain = domain;
+    }
     if let Some(concurrency) = options.concurrency {
         config = config.with_concurrency(concurrency);
     }

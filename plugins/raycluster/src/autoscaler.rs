@@ -210,6 +210,7 @@ mod tests {
             name: format!("{}-cluster", "a".repeat(60)),
             namespace: "ns".into(),
             uid: "u".into(),
+            cluster_domain: "cluster.local".into(),
         };
         let role = build_role(&id);
         assert_eq!(role.metadata.name, Some(names::check_name(&id.name)));

@@ -18,6 +18,8 @@ pub struct Identity {
     pub name: String,
     pub namespace: String,
     pub uid: String,
+    /// The cluster's DNS domain (the plugin's `clusterDomain` configuration, KubeRay's `CLUSTER_DOMAIN`).
+    pub cluster_domain: String,
 }
 
 impl Identity {
@@ -27,6 +29,7 @@ impl Identity {
             name: meta.name.clone().unwrap_or_default(),
             namespace: meta.namespace.clone().unwrap_or_else(|| "default".to_string()),
             uid: meta.uid.clone().unwrap_or_default(),
+            cluster_domain: crate::consts::CLUSTER_DOMAIN.to_string(),
         }
     }
 }

@@ -64,7 +64,10 @@ pub struct Ctx<'h, H: Host> {
 
 impl<'h, H: Host> Ctx<'h, H> {
     pub fn new(host: &'h H, cluster: RayCluster) -> Self {
-        let id = Identity::of(&cluster);
+        let mut id = Identity::of(&cluster);
+        if let Some(domain) = host.config_str("clusterDomain").filter(|d| !d.is_empty()) {
+            id.cluster_domain = domain;
+        }
         Self {
             host,
             cluster,

@@ -398,3 +398,15 @@ fn a_reconcile_reads_the_clusters_pods_once_and_again_after_a_write() {
     assert_eq!(status(&host)["availableWorkerReplicas"], 1);
     assert_eq!(workers(&host).len(), 1);
 }
+
+#[test]
+fn workers_dial_the_head_in_the_configured_cluster_domain() {
+    let host = host(sample(1)).with_config(json!({"clusterDomain": "corp.example"}));
+    reconcile(&host).unwrap_or_else(|e| panic!("{e}"));
+    let worker = serde_json::to_string(&workers(&host)[0]).unwrap_or_default();
+    assert!(
+        worker.contains("raycluster-sample-head-svc.default.svc.corp.example:6379"),
+        "{worker}"
+    );
+    assert!(!worker.contains("svc.cluster.local"), "{worker}");
+}

@@ -30,7 +30,12 @@ pub fn url<H: Host>(ctx: &Ctx<'_, H>, cluster: &RayCluster) -> Result<String, Re
         })
         .map(|p| p.port)
         .ok_or_else(|| ReconcileError::Transient(format!("{DASHBOARD_PORT_NAME} port is not found")))?;
-    Ok(format!("{name}.{}.svc.{CLUSTER_DOMAIN}:{port}", ctx.namespace))
+    let domain = ctx
+        .host
+        .config_str("clusterDomain")
+        .filter(|d| !d.is_empty())
+        .unwrap_or_else(|| CLUSTER_DOMAIN.to_string());
+    Ok(format!("{name}.{}.svc.{domain}:{port}", ctx.namespace))
 }
 
 /// What KubeRay's `HTTPMode` sends to `POST /api/jobs/`.

@@ -4,8 +4,6 @@
 use kuberay_crds::{RayCluster, RayClusterSpec};
 use serde_json::Value;
 
-use crate::consts::CLUSTER_DOMAIN;
-
 /// KubeRay's `CheckName`: keeps the last 50 bytes of a long name, and replaces a leading digit or
 /// punctuation character with `r` so the result is a valid object name.
 pub fn check_name(name: &str) -> String {
@@ -86,10 +84,11 @@ pub fn custom_head_service(spec: &RayClusterSpec) -> Option<&str> {
         .filter(|n| !n.is_empty())
 }
 
-/// The head Service's fully qualified DNS name, which workers use to reach the GCS.
-pub fn head_fqdn(cluster: &str, namespace: &str, spec: &RayClusterSpec) -> String {
+/// The head Service's fully qualified DNS name in the cluster DNS domain `cluster_domain` (KubeRay's
+/// `CLUSTER_DOMAIN`, [`crate::consts::CLUSTER_DOMAIN`] by default), which workers use to reach the GCS.
+pub fn head_fqdn(cluster: &str, namespace: &str, spec: &RayClusterSpec, cluster_domain: &str) -> String {
     format!(
-        "{}.{namespace}.svc.{CLUSTER_DOMAIN}",
+        "{}.{namespace}.svc.{cluster_domain}",
         head_service_name(cluster, spec)
     )
 }
@@ -208,6 +207,7 @@ fn is_punctuation(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::consts::CLUSTER_DOMAIN;
 
     #[test]
     fn pod_names_cut_the_prefix_to_fifty_bytes_and_lower_case_it() {
@@ -240,8 +240,12 @@ mod tests {
         let spec = RayClusterSpec::default();
         assert_eq!(head_service_name("demo", &spec), "demo-head-svc");
         assert_eq!(
-            head_fqdn("demo", "ns", &spec),
+            head_fqdn("demo", "ns", &spec, CLUSTER_DOMAIN),
             "demo-head-svc.ns.svc.cluster.local"
+        );
+        assert_eq!(
+            head_fqdn("demo", "ns", &spec, "corp.example"),
+            "demo-head-svc.ns.svc.corp.example"
         );
         assert_eq!(
             ray_ip_from_fqdn("demo-head-svc.ns.svc.cluster.local"),

@@ -18,7 +18,9 @@ wit_bindgen::generate!({
 
 use self::{
     exports::kuberay::plugin::reconciler as wit_reconciler,
-    kuberay::plugin::{kubernetes as wit_k8s, log as wit_log, ray_head as wit_ray, types as wit_types},
+    kuberay::plugin::{
+        config as wit_config, kubernetes as wit_k8s, log as wit_log, ray_head as wit_ray, types as wit_types,
+    },
 };
 
 /// The [`Host`] of a plugin running in the operator.
@@ -129,6 +131,14 @@ impl Host for WasmHost {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         wit_log::log(level, message, &fields);
+    }
+
+    fn config(&self) -> serde_json::Map<String, Value> {
+        // The host hands over an object; anything else (a host bug) reads as no configuration.
+        match serde_json::from_str(&wit_config::get()) {
+            Ok(Value::Object(config)) => config,
+            _ => serde_json::Map::new(),
+        }
     }
 
     fn ray(&self, request: &RayRequest) -> Result<RayResponse, HostError> {

@@ -70,6 +70,18 @@ pub trait Host {
         self.apply(object).map(Document::Value)
     }
 
+    /// The plugin's configuration, a JSON object: the operator's settings plugins need (`clusterDomain`) and
+    /// the administrator's `config` for this plugin (see `wit/plugin.wit`, interface `config`). Empty where
+    /// the host has none.
+    fn config(&self) -> serde_json::Map<String, Value> {
+        serde_json::Map::new()
+    }
+
+    /// A string of [`Host::config`], if it is one.
+    fn config_str(&self, key: &str) -> Option<String> {
+        self.config().get(key)?.as_str().map(str::to_owned)
+    }
+
     /// The current time. Plugins ask the host rather than the clock so tests can fix it.
     fn now(&self) -> std::time::SystemTime {
         std::time::SystemTime::now()

@@ -55,7 +55,7 @@ pub use ray::{PortRole, RayError, RayHead, RayRequest, RayResponse, RayTarget, R
 pub use typed::TypedHost;
 
 /// The version of the WIT package (`wit/plugin.wit`) this SDK implements.
-pub const WIT_VERSION: &str = "0.1.0";
+pub const WIT_VERSION: &str = "0.1.1";
 
 /// Re-exported so plugins use the same versions as the SDK.
 pub use {k8s_openapi, serde_json};

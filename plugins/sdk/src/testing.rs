@@ -48,6 +48,7 @@ pub struct FakeHost {
     unserved: RefCell<BTreeSet<Kind>>,
     refused: RefCell<BTreeMap<Kind, HostError>>,
     statuses: RefCell<Vec<Value>>,
+    config: serde_json::Map<String, Value>,
 }
 
 impl FakeHost {
@@ -83,6 +84,7 @@ impl FakeHost {
             unserved: RefCell::default(),
             refused: RefCell::default(),
             statuses: RefCell::default(),
+            config: serde_json::Map::new(),
         }
     }
 
@@ -99,6 +101,16 @@ impl FakeHost {
     #[must_use]
     pub fn with_finalizer(mut self, finalizer: impl Into<String>) -> Self {
         self.finalizer = Some(finalizer.into());
+        self
+    }
+
+    /// The plugin's configuration ([`Host::config`]); empty by default.
+    #[must_use]
+    pub fn with_config(mut self, config: Value) -> Self {
+        self.config = match config {
+            Value::Object(config) => config,
+            _ => serde_json::Map::new(),
+        };
         self
     }
 
@@ -631,6 +643,10 @@ impl Host for FakeHost {
 
     fn now(&self) -> SystemTime {
         self.now.get()
+    }
+
+    fn config(&self) -> serde_json::Map<String, Value> {
+        self.config.clone()
     }
 }
 

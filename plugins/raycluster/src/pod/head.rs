@@ -39,7 +39,7 @@ pub fn build(cluster: &RayCluster, id: &Identity, spec_hash: Option<&str>) -> Re
         head.template.metadata.as_ref().and_then(|m| m.labels.as_ref()),
         head.labels.as_ref(),
     ));
-    let fqdn = names::head_fqdn(&id.name, &id.namespace, spec);
+    let fqdn = names::head_fqdn(&id.name, &id.namespace, spec, &id.cluster_domain);
     let head_port = cluster::head_port(spec);
     ray_start::set_missing(&mut params, NodeType::Head, &head_port, &fqdn);
     let pod_annotations = meta.annotations.get_or_insert_with(BTreeMap::new);

@@ -90,7 +90,7 @@ pub fn build(
     meta.generate_name = Some(names::worker_pod_generate_name(&id.name, &group.group_name));
     meta.namespace = Some(id.namespace.clone());
     meta.name = None;
-    let fqdn = names::head_fqdn(&id.name, &id.namespace, spec);
+    let fqdn = names::head_fqdn(&id.name, &id.namespace, spec, &id.cluster_domain);
     let head_port = cluster::head_port(spec);
 
     let init = wait_gcs_ready(ray_container(&mut template)?, &fqdn, &head_port);
