@@ -105,9 +105,11 @@ pub fn parse_reference(reference: &str, allow_tags: bool) -> Result<Reference, A
     Ok(parsed)
 }
 
-/// A client of OCI registries.
+/// A client of OCI registries. Every operation runs on a client of its own: oci-client keeps the first
+/// credentials (and tokens) it is given per registry for its lifetime, so a shared client would pull for one
+/// resource with another's credentials, and a rotated pull Secret would never take effect.
 pub struct Registry {
-    client: Client,
+    options: RegistryOptions,
 }
 
 impl Registry {
@@ -116,9 +118,20 @@ impl Registry {
         // reqwest built without a provider takes the process default, and panics when there is none: install
         // ring, the one kube uses (an error only says another was installed first, which then serves).
         let _ = rustls::crypto::ring::default_provider().install_default();
+        let registry = Self {
+            options: options.clone(),
+        };
+        // The options are checked now (a CA that is not PEM), not at the first pull.
+        registry.client()?;
+        Ok(registry)
+    }
+
+    /// A client with no credentials or tokens yet.
+    fn client(&self) -> Result<Client, ArtifactError> {
         let config = ClientConfig {
             protocol: ClientProtocol::Https,
-            extra_root_certificates: options
+            extra_root_certificates: self
+                .options
                 .extra_roots
                 .iter()
                 .map(|pem| Certificate {
@@ -128,18 +141,17 @@ impl Registry {
                 .collect(),
             // A manifest list is not a plugin: refuse rather than pick a platform.
             platform_resolver: None,
-            connect_timeout: Some(options.timeout),
-            read_timeout: Some(options.timeout),
+            connect_timeout: Some(self.options.timeout),
+            read_timeout: Some(self.options.timeout),
             ..ClientConfig::default()
         };
-        let client = Client::try_from(config).map_err(|e| ArtifactError::Client(e.to_string()))?;
-        Ok(Self { client })
+        Client::try_from(config).map_err(|e| ArtifactError::Client(e.to_string()))
     }
 
     /// Pulls the component `reference` names, checking every digest on the way.
     pub async fn pull(&self, reference: &Reference, auth: &RegistryAuth) -> Result<Pulled, ArtifactError> {
-        let (raw, _) = self
-            .client
+        let client = self.client()?;
+        let (raw, _) = client
             .pull_manifest_raw(reference, auth, &[OCI_IMAGE_MEDIA_TYPE])
             .await
             .map_err(|e| classify(reference, e))?;
@@ -158,7 +170,7 @@ impl Registry {
         }
         let layer = component_layer(&raw)?;
         let mut wasm = BoundedBuffer::new(MAX_COMPONENT_BYTES);
-        self.client
+        client
             .pull_blob(reference, &layer, &mut wasm)
             .await
             .map_err(|e| match wasm.overflowed {
@@ -214,13 +226,14 @@ impl Registry {
         blobs: Vec<Vec<u8>>,
         manifest: &OciImageManifest,
     ) -> Result<String, ArtifactError> {
-        self.client
+        let client = self.client()?;
+        client
             .auth(reference, auth, oci_client::RegistryOperation::Push)
             .await
             .map_err(|e| classify(reference, e))?;
         for blob in blobs {
             let digest = sha256_digest(&blob);
-            self.client
+            client
                 .push_blob(reference, blob, &digest)
                 .await
                 .map_err(|e| classify(reference, e))?;
@@ -228,7 +241,7 @@ impl Registry {
         let manifest = serde_json::to_vec(manifest).map_err(|e| ArtifactError::Client(e.to_string()))?;
         let digest = sha256_digest(&manifest);
         let content_type = http::HeaderValue::from_static(OCI_IMAGE_MEDIA_TYPE);
-        self.client
+        client
             .push_manifest_raw(reference, manifest, content_type)
             .await
             .map_err(|e| classify(reference, e))?;
@@ -244,7 +257,7 @@ impl Registry {
         accepted: &[&str],
         max: usize,
     ) -> Result<Option<Vec<u8>>, ArtifactError> {
-        let raw = match self.client.pull_manifest_raw(reference, auth, accepted).await {
+        let raw = match self.client()?.pull_manifest_raw(reference, auth, accepted).await {
             Ok((raw, _)) => raw,
             Err(e) => {
                 return match classify(reference, e) {
@@ -278,11 +291,13 @@ impl Registry {
         if !u64::try_from(descriptor.size).is_ok_and(|size| size <= max) {
             return Err(oversized());
         }
-        self.client
-            .store_auth_if_needed(reference.resolve_registry(), auth)
-            .await;
+        let client = self.client()?;
+        client
+            .auth(reference, auth, oci_client::RegistryOperation::Pull)
+            .await
+            .map_err(|e| classify(reference, e))?;
         let mut buffer = BoundedBuffer::new(max);
-        self.client
+        client
             .pull_blob(reference, descriptor, &mut buffer)
             .await
             .map_err(|e| match buffer.overflowed {
@@ -351,6 +366,17 @@ fn classify(reference: &Reference, error: oci_client::errors::OciDistributionErr
         E::AuthenticationFailure(_) | E::UnauthorizedError { .. } => ArtifactError::Unauthorized(text),
         E::ImageManifestNotFoundError(_) => ArtifactError::NotFound(text),
         E::RequestError(e) if e.is_connect() || e.is_timeout() => ArtifactError::Unreachable(text),
+        // A registry with basic authentication (no token service) answers a wrong password this way.
+        E::RegistryError { envelope, .. }
+            if envelope.errors.iter().any(|e| {
+                matches!(
+                    e.code,
+                    oci_client::errors::OciErrorCode::Unauthorized | oci_client::errors::OciErrorCode::Denied
+                )
+            }) =>
+        {
+            ArtifactError::Unauthorized(text)
+        }
         E::RegistryError { envelope, .. }
             if envelope.errors.iter().any(|e| {
                 matches!(

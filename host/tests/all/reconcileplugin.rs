@@ -12,7 +12,7 @@ use kube::{
     Api, Client,
     api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams},
 };
-use kuberay_testenv::crds;
+use kuberay_testenv::{crds, fixtures::poll_until};
 use kuberay_wasm::{
     policy::Policy,
     reconcileplugin::{
@@ -114,8 +114,16 @@ async fn a_resource_rolls_a_plugin_out_back_and_refuses_bad_versions_while_the_o
     }
     let repository = format!("{}/{}/raycluster", registry.host_port, ns.name());
     let [v1, v2, broken, v3] = <[String; 4]>::try_from(pushed).unwrap();
+    // A component, but of no world of ours: it exports nothing.
+    let empty = wat::parse_str("(component)").unwrap();
+    let other_world = push(registry, ns.name(), "raycluster", "other-world", empty).await;
 
     pull_secret(&client, &ns, registry).await;
+    // The right user with a wrong password.
+    let wrong_password = serde_json::to_string(&json!({"auths": {registry.host_port.as_str(): {
+        "username": registry.username, "password": "not-the-password"}}}))
+    .unwrap();
+    docker_config_secret(&client, &ns, "badcred", wrong_password).await;
 
     // The operator serves RayClusters only through the resource: the file's raycluster entry is disabled.
     let selector = format!("kuberay-wasm-test={}", ns.name());
@@ -198,6 +206,24 @@ async fn a_resource_rolls_a_plugin_out_back_and_refuses_bad_versions_while_the_o
         (
             json!({"artifact": v3, "pullSecret": "missing"}),
             "PullSecretUnavailable",
+        ),
+        (
+            json!({"artifact": v3, "pullSecret": "badcred"}),
+            "RegistryUnauthorized",
+        ),
+        // A registry that is down: nothing listens on port 1.
+        (
+            json!({"artifact": format!("127.0.0.1:1/{}/raycluster@{}", ns.name(), digest_of(&v3)), "pullSecret": null}),
+            "RegistryUnavailable",
+        ),
+        (
+            json!({"artifact": other_world, "pullSecret": "regcred"}),
+            "WrongWorld",
+        ),
+        // The plugin declares a finalizer the grant no longer allows: it asks for more than it is granted.
+        (
+            json!({"artifact": v1, "grant": {"finalizer": null}}),
+            "GrantRefused",
         ),
         (
             json!({"artifact": v1, "pullSecret": "regcred", "reconciles": "ray.io/v1/RayJob"}),
@@ -305,11 +331,21 @@ pub(crate) async fn pull_secret(
     ns: &kuberay_testenv::TestNamespace,
     registry: &kuberay_testenv::registry::Registry,
 ) {
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), ns.name());
     let docker_config = registry.docker_config_json(&registry.host_port);
+    docker_config_secret(client, ns, "regcred", docker_config).await;
+}
+
+/// A `kubernetes.io/dockerconfigjson` Secret `name` holding `docker_config`.
+async fn docker_config_secret(
+    client: &Client,
+    ns: &kuberay_testenv::TestNamespace,
+    name: &str,
+    docker_config: String,
+) {
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), ns.name());
     let secret = Secret {
         metadata: ObjectMeta {
-            name: Some("regcred".into()),
+            name: Some(name.into()),
             ..Default::default()
         },
         type_: Some("kubernetes.io/dockerconfigjson".into()),
@@ -471,9 +507,17 @@ pub(crate) async fn until_named(
     what: &str,
     check: impl Fn(&Value) -> bool,
 ) -> Value {
-    eventually(what, TIMEOUT, || async {
+    let last = std::sync::Mutex::new(Value::Null);
+    let found = poll_until(TIMEOUT, || async {
         let status = status(api, name).await;
+        *last.lock().unwrap() = status.clone();
         check(&status).then_some(status)
     })
-    .await
+    .await;
+    found.unwrap_or_else(|| {
+        panic!(
+            "timed out after {TIMEOUT:?} waiting for {what}; the status: {}",
+            last.lock().unwrap()
+        )
+    })
 }
