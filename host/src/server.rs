@@ -20,8 +20,8 @@ pub(crate) struct Health {
     pub readiness: Arc<Readiness>,
 }
 
-/// What `/readyz` answers: 503 until the plugins are loaded and, while this replica reconciles, its caches
-/// have synced; then `ok` (no leader election), `ok: leader`, or `ok: standby` (so that a rollout of
+/// What `/readyz` answers: 503 until the plugins are loaded (the directory's, and a first try of every
+/// ReconcilePlugin resource's version) and, while this replica reconciles, its caches have synced; then `ok` (no leader election), `ok: leader`, or `ok: standby` (so that a rollout of
 /// several replicas completes while one leads).
 #[derive(Debug)]
 pub(crate) struct Readiness {
@@ -29,6 +29,8 @@ pub(crate) struct Readiness {
     loaded: AtomicBool,
     leading: AtomicBool,
     synced: AtomicBool,
+    /// Every ReconcilePlugin resource listed at start has had its version tried (served or refused).
+    resources_tried: AtomicBool,
 }
 
 impl Readiness {
@@ -38,7 +40,14 @@ impl Readiness {
             loaded: AtomicBool::new(false),
             leading: AtomicBool::new(false),
             synced: AtomicBool::new(false),
+            resources_tried: AtomicBool::new(true),
         }
+    }
+
+    /// Whether the versions of the ReconcilePlugin resources listed at start have all been tried: false from
+    /// the start of their loop until then, so that a replica a rollout waits for serves what they name.
+    pub(crate) fn set_resources_tried(&self, tried: bool) {
+        self.resources_tried.store(tried, Ordering::Relaxed);
     }
 
     /// The plugin directory has been loaded (false again while shutting down).
@@ -66,7 +75,7 @@ impl Readiness {
             StatusCode::SERVICE_UNAVAILABLE,
             "caches not synced or plugins not loaded yet",
         );
-        if !self.loaded.load(Ordering::Relaxed) {
+        if !self.loaded.load(Ordering::Relaxed) || !self.resources_tried.load(Ordering::Relaxed) {
             return unavailable;
         }
         let leading = self.leading.load(Ordering::Relaxed);
@@ -139,5 +148,15 @@ mod tests {
         assert_eq!(replica.answer(), (StatusCode::OK, "ok: leader"));
         replica.set_loaded(false);
         assert_eq!(replica.answer().0, StatusCode::SERVICE_UNAVAILABLE);
+    }
+
+    #[test]
+    fn a_replica_is_not_ready_before_the_resources_versions_were_tried() {
+        let replica = Readiness::new(true);
+        replica.set_loaded(true);
+        replica.set_resources_tried(false);
+        assert_eq!(replica.answer().0, StatusCode::SERVICE_UNAVAILABLE);
+        replica.set_resources_tried(true);
+        assert_eq!(replica.answer(), (StatusCode::OK, "ok: standby"));
     }
 }

@@ -146,12 +146,18 @@ pub(crate) async fn run(ctx: Context) {
     };
     let mut tick = tokio::time::interval(TICK);
     let mut listed = false;
+    // Not ready until what the resources listed at start name has been tried; a list that fails (no CRD, no
+    // rights) does not hold readiness: the directory's plugins serve meanwhile.
+    ctx.readiness.set_resources_tried(false);
     loop {
         tokio::select! {
             event = stream.next() => match event {
                 Some(Ok(watcher::Event::InitDone)) => listed = true,
                 Some(Ok(_)) => {}
-                Some(Err(e)) => tracing::warn!(error = %e, "watching ReconcilePlugin resources (is the CRD installed and the operator allowed to list them?)"),
+                Some(Err(e)) => {
+                    tracing::warn!(error = %e, "watching ReconcilePlugin resources (is the CRD installed and the operator allowed to list them?)");
+                    ctx.readiness.set_resources_tried(true);
+                }
                 None => return,
             },
             _ = tick.tick() => {}
@@ -159,6 +165,7 @@ pub(crate) async fn run(ctx: Context) {
         if listed {
             let resources: Vec<Arc<ReconcilePlugin>> = reader.state();
             loop_state.sync(&resources).await;
+            ctx.readiness.set_resources_tried(true);
         }
     }
 }
