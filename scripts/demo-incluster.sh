@@ -150,7 +150,7 @@ for line in sys.stdin:
     fields = record.get("fields", record)
     keep = ["plugin", "version", "origin", "reconcileplugin", "reason", "serving"]
     detail = " ".join(f"{k}={fields[k]}" for k in keep if k in fields)
-    when, message = record.get("timestamp", "")[:19], fields.get("message", "")[:60]
+    when, message = record.get("timestamp", "")[:19], fields.get("message", "").split(":")[0][:80]
     print(f"  {pod}: {when} {message} {detail}")
 ' "$pod"
     done
