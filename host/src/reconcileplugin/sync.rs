@@ -468,7 +468,7 @@ impl Loop<'_> {
         let event = Event {
             type_,
             reason: reason.into(),
-            note: Some(note),
+            note: Some(bounded_note(note)),
             action: "Load".into(),
             secondary: None,
         };
@@ -515,6 +515,20 @@ impl Loop<'_> {
             tracing::warn!(reconcileplugin = %name, error = %e, "could not write the status");
         }
     }
+}
+
+/// `note` cut to what the API server takes in an Event's note (the status keeps the whole message).
+fn bounded_note(mut note: String) -> String {
+    const MAX: usize = 1024;
+    if note.len() > MAX {
+        let mut end = MAX - '…'.len_utf8();
+        while !note.is_char_boundary(end) {
+            end -= 1;
+        }
+        note.truncate(end);
+        note.push('…');
+    }
+    note
 }
 
 /// The spec that decides what serves: everything but `paused`.
@@ -628,6 +642,13 @@ mod tests {
         }
         assert_eq!(verified.0.len(), VERIFIED_KEPT);
         assert!(!verified.contains(&reference, &digest, &key));
+    }
+
+    #[test]
+    fn event_notes_fit_the_api_servers_bound() {
+        assert_eq!(bounded_note("short".into()), "short");
+        let long = bounded_note("é".repeat(1000));
+        assert!(long.len() <= 1024 && long.ends_with('…'), "{}", long.len());
     }
 
     #[test]

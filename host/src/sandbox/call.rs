@@ -443,7 +443,12 @@ fn classify_trap(store: &Store<CallState>, trap: &wasmtime::Error) -> CallFailur
     // The backtrace names the plugin's functions as its name section spells them: escaped like its logs.
     let trace = log_guard::escape(&format!("{trap:?}"), 4 * log_guard::MAX_LOG_TEXT);
     tracing::debug!(plugin = %store.data().ctx.plugin, object = %store.data().ctx.object, "trap: {trace}");
-    CallFailure::Trapped(trap.root_cause().to_string())
+    let cause = trap.root_cause().to_string();
+    // What the plugin said last (a panic's message) says more than the trap.
+    match store.data().stderr.last_line() {
+        Some(said) => CallFailure::Trapped(format!("{cause}; its last line on stderr: {said}")),
+        None => CallFailure::Trapped(cause),
+    }
 }
 
 /// A Store with the call's limits. The guest yields at every epoch tick, and is stopped at the first tick

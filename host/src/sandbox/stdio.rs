@@ -35,6 +35,9 @@ struct Lines {
     pending: Vec<u8>,
     written: usize,
     truncated: bool,
+    /// The last line written (escaped and bounded), whether or not the rate limit let it into the log: a
+    /// trap's error quotes it (a panic's message).
+    last: Option<String>,
 }
 
 impl LogStream {
@@ -50,6 +53,7 @@ impl LogStream {
                 pending: Vec::new(),
                 written: 0,
                 truncated: false,
+                last: None,
             })),
         }
     }
@@ -62,17 +66,31 @@ impl LogStream {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if !lines.pending.is_empty() {
             let line = std::mem::take(&mut lines.pending);
-            emit(&lines, &line);
+            emit(&mut lines, &line);
         }
+    }
+
+    /// The last line written so far (a final partial line included), escaped and bounded.
+    pub(crate) fn last_line(&self) -> Option<String> {
+        self.flush();
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .last
+            .clone()
     }
 }
 
-fn emit(lines: &Lines, line: &[u8]) {
+fn emit(lines: &mut Lines, line: &[u8]) {
+    let text = String::from_utf8_lossy(line);
+    let text = text.trim_end_matches(['\n', '\r']);
+    if !text.trim().is_empty() {
+        lines.last = Some(log_guard::escape(text, log_guard::MAX_LOG_TEXT));
+    }
     if !log_guard::admit(&lines.rate, &lines.plugin, &lines.metrics) {
         return;
     }
-    let text = String::from_utf8_lossy(line);
-    let text = log_guard::escape(text.trim_end_matches(['\n', '\r']), log_guard::MAX_LOG_TEXT);
+    let text = log_guard::escape(text, log_guard::MAX_LOG_TEXT);
     let (plugin, object) = (&lines.plugin, &lines.object);
     tracing::info!(target: "plugin", stream = lines.stream, %plugin, %object, "{text}");
 }

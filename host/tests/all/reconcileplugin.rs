@@ -220,9 +220,14 @@ async fn a_resource_rolls_a_plugin_out_back_and_refuses_bad_versions_while_the_o
             json!({"artifact": other_world, "pullSecret": "regcred"}),
             "WrongWorld",
         ),
+        // A configuration the plugin refuses (at load time, when asked for its metadata).
+        (
+            json!({"artifact": v1, "config": {"clusterDomain": "Not A Domain"}}),
+            "InvalidMetadata",
+        ),
         // The plugin declares a finalizer the grant no longer allows: it asks for more than it is granted.
         (
-            json!({"artifact": v1, "grant": {"finalizer": null}}),
+            json!({"artifact": v1, "config": null, "grant": {"finalizer": null}}),
             "GrantRefused",
         ),
         (
@@ -253,6 +258,15 @@ async fn a_resource_rolls_a_plugin_out_back_and_refuses_bad_versions_while_the_o
             refused["lastError"].as_str().is_some_and(|e| !e.is_empty()),
             "{refused}"
         );
+        if reason == "InvalidMetadata" {
+            // The plugin's own words reach the status.
+            assert!(
+                refused["lastError"].as_str().is_some_and(
+                    |e| e.contains("configuration refused: clusterDomain must be a DNS subdomain")
+                ),
+                "{refused}"
+            );
+        }
     }
     // Back to a good spec (the grant restored), pointing at v1: a rollback.
     let mut good = serde_json::to_value(&resource.spec).unwrap();

@@ -65,7 +65,10 @@ pub struct Ctx<'h, H: Host> {
 impl<'h, H: Host> Ctx<'h, H> {
     pub fn new(host: &'h H, cluster: RayCluster) -> Self {
         let mut id = Identity::of(&cluster);
-        if let Some(domain) = host.config_str("clusterDomain").filter(|d| !d.is_empty()) {
+        if let Some(domain) = host
+            .config_str(kuberay_rules::config::CLUSTER_DOMAIN)
+            .filter(|d| !d.is_empty())
+        {
             id.cluster_domain = domain;
         }
         Self {

@@ -50,6 +50,10 @@ use kuberay_plugin_sdk::{
 pub struct RayClusterPlugin;
 
 impl Plugin for RayClusterPlugin {
+    fn check_config(config: &serde_json::Map<String, serde_json::Value>) -> Result<(), String> {
+        kuberay_rules::config::check(config)
+    }
+
     fn metadata() -> PluginMetadata {
         let owned = [
             (Kind::of::<Pod>(), vec![Get, List, Create, Delete]),

@@ -27,6 +27,10 @@ use kuberay_plugin_sdk::{
 pub struct RayCronJobPlugin;
 
 impl Plugin for RayCronJobPlugin {
+    fn check_config(config: &serde_json::Map<String, serde_json::Value>) -> Result<(), String> {
+        kuberay_rules::config::check(config)
+    }
+
     fn metadata() -> PluginMetadata {
         PluginMetadata {
             name: "raycronjob".into(),

@@ -32,7 +32,7 @@ pub fn url<H: Host>(ctx: &Ctx<'_, H>, cluster: &RayCluster) -> Result<String, Re
         .ok_or_else(|| ReconcileError::Transient(format!("{DASHBOARD_PORT_NAME} port is not found")))?;
     let domain = ctx
         .host
-        .config_str("clusterDomain")
+        .config_str(kuberay_rules::config::CLUSTER_DOMAIN)
         .filter(|d| !d.is_empty())
         .unwrap_or_else(|| CLUSTER_DOMAIN.to_string());
     Ok(format!("{name}.{}.svc.{domain}:{port}", ctx.namespace))

@@ -38,6 +38,10 @@ use kuberay_plugin_sdk::{
 pub struct RayJobPlugin;
 
 impl Plugin for RayJobPlugin {
+    fn check_config(config: &serde_json::Map<String, serde_json::Value>) -> Result<(), String> {
+        kuberay_rules::config::check(config)
+    }
+
     fn metadata() -> PluginMetadata {
         // What a RayJob creates and owns (KubeRay's controller owns the same three kinds).
         let owned = [

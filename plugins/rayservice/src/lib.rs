@@ -51,6 +51,10 @@ use kuberay_plugin_sdk::{
 pub struct RayServicePlugin;
 
 impl Plugin for RayServicePlugin {
+    fn check_config(config: &serde_json::Map<String, serde_json::Value>) -> Result<(), String> {
+        kuberay_rules::config::check(config)
+    }
+
     fn metadata() -> PluginMetadata {
         let owned = [
             (Kind::of::<RayCluster>(), vec![Get, List, Create, Apply, Delete]),

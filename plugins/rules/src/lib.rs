@@ -22,6 +22,7 @@
 #![forbid(unsafe_code)]
 
 pub mod auth;
+pub mod config;
 pub mod consts;
 pub mod env;
 pub mod hash;

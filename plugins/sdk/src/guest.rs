@@ -198,12 +198,45 @@ pub fn metadata_to_wit(metadata: PluginMetadata) -> wit_reconciler::PluginMetada
     }
 }
 
+/// The metadata of `P`, once `P` accepted the host's configuration: a refusal traps, so the host does not
+/// load the version and reports the message (the panic hook's one line on stderr).
+#[doc(hidden)]
+pub fn metadata<P: Plugin>() -> wit_reconciler::PluginMetadata {
+    one_line_panics();
+    if let Err(message) = P::check_config(&WasmHost.config()) {
+        panic!("configuration refused: {message}");
+    }
+    metadata_to_wit(P::metadata())
+}
+
+/// Panics print one line on stderr, `panicked at FILE:LINE: MESSAGE`, which the host quotes in the error of
+/// the call (the default hook's last line is a hint about backtraces).
+fn one_line_panics() {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        std::panic::set_hook(Box::new(|info| {
+            let message = info
+                .payload()
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_string())
+                .or_else(|| info.payload().downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            let at = info
+                .location()
+                .map(|l| format!(" at {}:{}", l.file(), l.line()))
+                .unwrap_or_default();
+            eprintln!("panicked{at}: {}", message.replace('\n', " "));
+        }));
+    });
+}
+
 /// Runs `reconcile` or `cleanup` of `P` on a request from the host.
 #[doc(hidden)]
 pub fn run<P: Plugin>(
     request: wit_reconciler::Request,
     cleanup: bool,
 ) -> Result<wit_reconciler::Outcome, wit_reconciler::ReconcileError> {
+    one_line_panics();
     let request = Request {
         object: Document::Text(request.object),
         attempt: request.attempt,
@@ -232,7 +265,7 @@ macro_rules! export_plugin {
             struct __KuberayPluginExport;
             impl $crate::guest::exports::kuberay::plugin::reconciler::Guest for __KuberayPluginExport {
                 fn metadata() -> $crate::guest::exports::kuberay::plugin::reconciler::PluginMetadata {
-                    $crate::guest::metadata_to_wit(<$plugin as $crate::Plugin>::metadata())
+                    $crate::guest::metadata::<$plugin>()
                 }
                 fn reconcile(
                     request: $crate::guest::exports::kuberay::plugin::reconciler::Request,

@@ -88,6 +88,14 @@ impl Outcome {
 pub trait Plugin {
     fn metadata() -> PluginMetadata;
 
+    /// Refuses a configuration (the host's [`Host::config`]) the plugin cannot use. The host asks at load
+    /// time, with the metadata: a refused version is not loaded, and the error says why (a ReconcilePlugin's
+    /// `Degraded` condition, `InvalidMetadata`). Every configuration is accepted by default.
+    fn check_config(config: &serde_json::Map<String, serde_json::Value>) -> Result<(), String> {
+        let _ = config;
+        Ok(())
+    }
+
     fn reconcile(host: &impl Host, request: Request) -> Result<Outcome, ReconcileError>;
 
     /// Runs while the object is being deleted and still carries the plugin's finalizer; it must remove the

@@ -1,0 +1,47 @@
+//! The configuration the host hands every built-in plugin (WIT interface `config`): the keys they read and
+//! the check that refuses a configuration they cannot use, at load time, before the version serves.
+
+use serde_json::{Map, Value};
+
+use crate::syntax::is_dns1123_subdomain;
+
+/// The cluster's DNS domain (`--cluster-domain`, KubeRay's `CLUSTER_DOMAIN`), in head addresses.
+pub const CLUSTER_DOMAIN: &str = "clusterDomain";
+
+/// Refuses a configuration whose `clusterDomain` is not a DNS subdomain; a configuration without it is fine
+/// (the plugins then use `cluster.local`).
+pub fn check(config: &Map<String, Value>) -> Result<(), String> {
+    match config.get(CLUSTER_DOMAIN) {
+        None => Ok(()),
+        Some(Value::String(domain)) if is_dns1123_subdomain(domain) => Ok(()),
+        Some(other) => Err(format!(
+            "{CLUSTER_DOMAIN} must be a DNS subdomain such as cluster.local, not {other}"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn config(value: Value) -> Map<String, Value> {
+        value.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn a_cluster_domain_must_be_a_dns_subdomain() {
+        assert_eq!(check(&config(json!({}))), Ok(()));
+        assert_eq!(check(&config(json!({"clusterDomain": "corp.example"}))), Ok(()));
+        for bad in [
+            json!(5),
+            json!(""),
+            json!("Not A Domain"),
+            json!(["cluster.local"]),
+        ] {
+            let error = check(&config(json!({ "clusterDomain": bad }))).unwrap_err();
+            assert!(error.contains("clusterDomain must be a DNS subdomain"), "{error}");
+        }
+    }
+}
