@@ -419,6 +419,7 @@ async fn a_standby_serves_the_new_version_before_it_leads() {
     let wasm = std::fs::read(kuberay_plugin_artifacts::CHAOS).unwrap();
     let v1 = push(registry, ns.name(), "chaos", "v1", wasm.clone()).await;
     let v2 = push(registry, ns.name(), "chaos", "v2", variant(&wasm, "v2")).await;
+    let v3 = push(registry, ns.name(), "chaos", "v3", variant(&wasm, "v3")).await;
     pull_secret(&client, &ns, registry).await;
 
     let selector = format!("kuberay-wasm-test={}", ns.name());
@@ -496,8 +497,26 @@ async fn a_standby_serves_the_new_version_before_it_leads() {
         until_named(&api, "chaos", "the leader's status", |s| s["digest"] == digest).await;
     }
 
-    // The leader goes; the standby takes over with v2 already loaded and reconciles at once.
+    // The leader goes mid-rollout (right after the edit to v3); the standby rolls v3 out by itself, takes
+    // over, writes the status the leader did not, and reconciles at once.
+    api.patch(
+        "chaos",
+        &PatchParams::default(),
+        &Patch::Merge(&json!({"spec": {"artifact": v3}})),
+    )
+    .await
+    .unwrap();
     leader.stop().await;
+    let d3 = v3.rsplit_once('@').unwrap().1;
+    let status = until_named(&api, "chaos", "the new leader's status of v3", |s| {
+        s["digest"] == d3 && condition(s, "Ready").is_some_and(|c| c["status"] == "True")
+    })
+    .await;
+    assert_eq!(
+        status["operator"],
+        format!("{}/kuberay-wasm-leader", ns.name()),
+        "{status}"
+    );
     let chaos = chaos_api(&client, ns.name());
     let object = serde_json::from_value(json!({
         "apiVersion": "testing.kuberay-wasm.io/v1", "kind": "Chaos",
@@ -510,7 +529,7 @@ async fn a_standby_serves_the_new_version_before_it_leads() {
         (object["status"]["observed"] == "ok").then_some(())
     })
     .await;
-    assert_eq!(loads(&standby), 2.0, "the new leader did not load again");
+    assert_eq!(loads(&standby), 3.0, "the new leader loaded each version once");
     api.delete("chaos", &DeleteParams::default()).await.unwrap();
     standby.stop().await;
 }
