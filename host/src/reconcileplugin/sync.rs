@@ -519,7 +519,7 @@ impl Loop<'_> {
 
 /// `note` cut to what the API server takes in an Event's note (the status keeps the whole message).
 fn bounded_note(mut note: String) -> String {
-    const MAX: usize = 1024;
+    const MAX: usize = crate::sandbox::MAX_EVENT_NOTE_BYTES;
     if note.len() > MAX {
         let mut end = MAX - '…'.len_utf8();
         while !note.is_char_boundary(end) {

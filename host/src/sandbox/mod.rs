@@ -47,7 +47,7 @@ mod stdio;
 mod wit;
 
 pub use budget::{CallBudget, RateBudget};
-pub(crate) use budget::{MAX_OBJECT_BYTES, TokenBucket};
+pub(crate) use budget::{MAX_EVENT_NOTE_BYTES, MAX_OBJECT_BYTES, TokenBucket};
 pub use call::{CallContext, CallFailure, CallLimits, Export};
 pub use compile::{
     ChildCompiler, ChildError, CompileLimits, MAX_COMPONENT_BYTES, MAX_CORE_MODULES, MAX_FUNCTION_BYTES,
