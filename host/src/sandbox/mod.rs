@@ -37,6 +37,7 @@ pub(crate) mod call;
 mod compile;
 pub(crate) mod compile_cache;
 mod engine;
+pub(crate) mod gate;
 pub mod host_api;
 mod host_api_denied;
 mod limits;
@@ -48,11 +49,12 @@ mod wit;
 
 pub use budget::{CallBudget, RateBudget};
 pub(crate) use budget::{MAX_EVENT_NOTE_BYTES, MAX_OBJECT_BYTES, TokenBucket};
-pub use call::{CallContext, CallFailure, CallLimits, Export};
+pub use call::{CallFailure, CallLimits, Export};
 pub use compile::{
     ChildCompiler, ChildError, CompileLimits, MAX_COMPONENT_BYTES, MAX_CORE_MODULES, MAX_FUNCTION_BYTES,
     MAX_FUNCTIONS, compile_child,
 };
+pub use gate::CallContext;
 pub use plugin::{LoadError, LoadedPlugin};
 pub(crate) use registry::PluginSlot;
 pub use registry::{Sandbox, SandboxConfig, SandboxError, base_config};

@@ -13,9 +13,10 @@ use wasmtime::{
 use super::{
     bindings::{ReconcilePlugin, ReconcilePluginPre, wit_reconciler, wit_types},
     budget::TokenBucket,
-    call::{self, CallContext, CallLimits, CallState},
+    call::{self, CallLimits, CallState},
     compile::{self, ChildCompiler, CompileError, MAX_COMPONENT_BYTES},
     compile_cache::{CompileCache, Source, sha256_hex},
+    gate::CallContext,
     host_api::HostApi,
     log_guard::{self, LogRate},
 };

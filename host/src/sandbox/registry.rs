@@ -15,10 +15,11 @@ use wasmtime::{Engine, component::Linker};
 
 use super::{
     budget::TokenBucket,
-    call::{self, CallContext, CallFailure, CallLimits, CallState, Export},
+    call::{self, CallFailure, CallLimits, CallState, Export},
     compile::ChildCompiler,
     compile_cache::CompileCache,
     engine::{EngineConfig, EpochTicker, engine},
+    gate::CallContext,
     host_api::HostApi,
     log_guard,
     plugin::{self, LoadError, LoadedPlugin},

@@ -13,7 +13,7 @@ use tokio::io::AsyncWrite;
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 
 use super::{
-    call::CallContext,
+    gate::CallContext,
     log_guard::{self, LogRate},
 };
 use crate::metrics::Metrics;

@@ -1,11 +1,10 @@
 //! Conversions between the WIT types a plugin passes (`kuberay:plugin`'s `types`, `k8s`, `ray` and `log`
 //! interfaces, see [`super::bindings`]) and the SDK types the host API works with. The call logic is in
-//! `call.rs`.
+//! `gate.rs` (its checks) and `call.rs` (the Store).
 
 use kuberay_plugin_sdk::{
     Event, EventType, HostError, Kind, LogLevel, PortRole, RayRequest, RayResponse, RayTarget,
 };
-use serde_json::Value;
 
 use super::bindings::{wit_k8s, wit_log, wit_ray, wit_types};
 
@@ -27,20 +26,6 @@ pub(crate) fn error(e: HostError) -> wit_types::HostError {
         HostError::Unavailable(m) => W::Unavailable(m),
         HostError::Internal(m) => W::Internal(m),
     }
-}
-
-/// The object a plugin passed, with its kind.
-pub(crate) fn parse_object(text: &str) -> Result<(Kind, Value), wit_types::HostError> {
-    let value: Value = serde_json::from_str(text)
-        .map_err(|e| wit_types::HostError::Invalid(format!("object is not JSON: {e}")))?;
-    let kind = Kind::of_object(&value)
-        .ok_or_else(|| wit_types::HostError::Invalid("object has no apiVersion and kind".into()))?;
-    Ok((kind, value))
-}
-
-/// The status a plugin passed.
-pub(crate) fn parse_status(text: &str) -> Result<Value, wit_types::HostError> {
-    serde_json::from_str(text).map_err(|e| wit_types::HostError::Invalid(format!("status is not JSON: {e}")))
 }
 
 pub(crate) fn event(event: wit_k8s::Event) -> Event {

@@ -20,13 +20,14 @@ pub(crate) struct Chosen {
 /// The fields of a policy entry that name the plugin rather than grant it something.
 const IDENTITY: [&str; 4] = ["name", "file", "sha256", "reconciles"];
 
-/// Chooses the grant for the plugin `metadata` (component digest `digest`) within `base` (described as
+/// Chooses the grant for the plugin `metadata` (component digest `digest`, none for a plugin compiled
+/// natively, whose pins are not checked) within `base` (described as
 /// `base_source`); `grant` is the `--grant` file's path and text, if given.
 pub(crate) fn choose(
     base: &Policy,
     base_source: &str,
     metadata: &PluginMetadata,
-    digest: &str,
+    digest: Option<&str>,
     grant: Option<(&str, &str)>,
 ) -> Result<Chosen, RunError> {
     let Some((path, text)) = grant else {
@@ -117,7 +118,8 @@ pub(crate) fn choose(
 }
 
 /// Refuses a pin that is not the component's digest, as the operator does.
-fn check_pin(pin: Option<&str>, digest: &str) -> Result<(), String> {
+fn check_pin(pin: Option<&str>, digest: Option<&str>) -> Result<(), String> {
+    let Some(digest) = digest else { return Ok(()) };
     match pin.map(|p| p.trim_start_matches("sha256:").to_ascii_lowercase()) {
         Some(pin) if pin != digest => Err(format!(
             "the file's sha256 {digest} is not the one the policy pins ({pin})"
@@ -197,7 +199,7 @@ mod tests {
             &Policy::builtin(),
             "the built-in policy",
             &metadata(),
-            &"a".repeat(64),
+            Some(&"a".repeat(64)),
             grant.map(|text| ("grant.yaml", text)),
         )
     }

@@ -14,7 +14,7 @@ use crate::{
     plugin_host::{check_word, refusal_note},
     policy::Grant,
     sandbox::{
-        call::check_grant,
+        gate::check_grant,
         host_api::{HostApi, HostResult},
         log_guard::{self, MAX_EVENT_NOTE_TEXT},
     },

@@ -11,6 +11,7 @@
 //! validation; server-side apply is approximated by a merge), there are no Ray heads (every Ray request
 //! fails as unavailable), and every kind not known to be cluster-scoped is taken as served and namespaced.
 
+mod checked;
 mod cluster;
 mod grant;
 mod host;
@@ -27,11 +28,12 @@ use kuberay_plugin_sdk::Kind;
 use serde::Deserialize;
 use serde_json::Value;
 
-use self::{cluster::MemoryCluster, host::OfflineHost};
 pub use self::{
+    checked::CheckedHost,
     host::{CallResult, HostCall},
     report::Report,
 };
+use self::{cluster::MemoryCluster, host::OfflineHost};
 use crate::{
     admission::{Admission, Primary},
     kubernetes::strip_host_condition,
@@ -178,7 +180,7 @@ pub async fn run(options: &RunOptions) -> Result<Report, RunError> {
         &base,
         &base_source,
         &metadata,
-        &digest,
+        Some(&digest),
         grant_text.as_ref().map(|(p, t)| (p.as_str(), t.as_str())),
     )?;
     let plugin = sandbox
