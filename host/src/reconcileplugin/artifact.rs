@@ -161,13 +161,10 @@ impl Registry {
                 raw.len()
             )));
         }
-        let manifest_digest = sha256_digest(&raw);
-        if let Some(expected) = reference.digest().filter(|d| *d != manifest_digest) {
-            return Err(ArtifactError::DigestMismatch {
-                expected: expected.into(),
-                actual: manifest_digest,
-            });
-        }
+        let manifest_digest = match reference.digest() {
+            Some(pinned) => check_digest(pinned, &raw)?,
+            None => sha256_digest(&raw),
+        };
         let layer = component_layer(&raw)?;
         let mut wasm = BoundedBuffer::new(MAX_COMPONENT_BYTES);
         client
@@ -178,12 +175,7 @@ impl Registry {
                 false => classify(reference, e),
             })?;
         let wasm = wasm.data;
-        if sha256_digest(&wasm) != layer.digest {
-            return Err(ArtifactError::DigestMismatch {
-                expected: layer.digest,
-                actual: sha256_digest(&wasm),
-            });
-        }
+        check_digest(&layer.digest, &wasm)?;
         Ok(Pulled {
             manifest_digest,
             wasm,
@@ -304,15 +296,21 @@ impl Registry {
                 true => oversized(),
                 false => classify(reference, e),
             })?;
-        let actual = sha256_digest(&buffer.data);
-        if actual != descriptor.digest {
-            return Err(ArtifactError::DigestMismatch {
-                expected: descriptor.digest.clone(),
-                actual,
-            });
-        }
+        check_digest(&descriptor.digest, &buffer.data)?;
         Ok(buffer.data)
     }
+}
+
+/// The digest of `bytes`, if it is `expected` (what the registry served is what was pinned or listed).
+fn check_digest(expected: &str, bytes: &[u8]) -> Result<String, ArtifactError> {
+    let actual = sha256_digest(bytes);
+    if actual != expected {
+        return Err(ArtifactError::DigestMismatch {
+            expected: expected.into(),
+            actual,
+        });
+    }
+    Ok(actual)
 }
 
 /// The descriptor of `blob` with `media_type`.
@@ -451,6 +449,15 @@ mod tests {
             parse_reference("Not A Reference!", true),
             Err(ArtifactError::Reference(..))
         ));
+    }
+
+    #[test]
+    fn bytes_that_are_not_what_was_pinned_are_refused() {
+        let pinned = sha256_digest(b"the manifest");
+        assert_eq!(check_digest(&pinned, b"the manifest").unwrap(), pinned);
+        let error = check_digest(&pinned, b"another manifest").unwrap_err();
+        assert_eq!(error.reason(), "DigestMismatch");
+        assert!(error.to_string().contains(&pinned), "{error}");
     }
 
     #[test]
