@@ -8,8 +8,9 @@
 //! Layout, from the plugin outwards:
 //!
 //! - [`sandbox`]: wasmtime, plugin loading and reloading, limits and grants (and the threat model);
-//!   `sandbox/call.rs` runs one plugin call and checks every host call against the grant before handing it
-//!   to the host API ([`sandbox::host_api::HostApi`]); `sandbox/wit.rs` converts the WIT types;
+//!   `sandbox/call.rs` runs one plugin call and `sandbox/gate.rs` checks every host call against the grant
+//!   and budgets before handing it to the host API ([`sandbox::host_api::HostApi`]); `sandbox/wit.rs`
+//!   converts the WIT types;
 //! - `plugin_host`: the host API one reconcile's plugin sees, built from the Kubernetes bridge and the Ray
 //!   bridge side by side, one concept per file: its objects, which Ray clusters it may reach, its events and
 //!   its log lines;
@@ -27,7 +28,8 @@
 //! - `operator`: wiring, configuration and shutdown; `server` and [`metrics`]: observability;
 //!   [`telemetry`]: logging;
 //! - [`authoring`]: the plugin authoring kit (`kuberay-wasm plugin new` and `plugin run`, one reconcile
-//!   offline with admission's rules against an in-memory cluster).
+//!   offline with admission's rules against an in-memory cluster, and [`authoring::CheckedHost`], the same
+//!   judgement as the host of a plugin's native tests).
 
 pub(crate) mod admission;
 pub mod authoring;

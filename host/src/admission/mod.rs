@@ -9,7 +9,7 @@
 //!
 //! | stage | what | where |
 //! |---|---|---|
-//! | grant | the verb on the kind, the sizes of what the plugin passed, its budget | `sandbox/call.rs`, `sandbox/budget.rs` (before any work) |
+//! | grant | the verb on the kind, the sizes of what the plugin passed, its budget | `sandbox/gate.rs`, `sandbox/budget.rs` (before any work) |
 //! | names | kinds, names and namespaces follow Kubernetes' rules before a URL is built | `kubernetes/names.rs` |
 //! | namespace | only the reconciled object's namespace; no cluster-scoped kinds | `ownership.rs` |
 //! | ownership | one controller owner reference, to the reconciled object; no foreign owners or finalizers | `kuberay_plugin_sdk::ownership` (shared with `FakeHost`), `ownership.rs` |
