@@ -5,7 +5,7 @@
 //!   entry, a CRD and a README; the templates are in `template/`;
 //! - [`run`]: `plugin run PLUGIN.wasm --object OBJ.yaml`, one reconcile offline against an in-memory cluster,
 //!   every host call judged by the operator's own rules (the grant and budgets in the sandbox, then
-//!   [`crate::admission`]), reported with what was refused and why and what it wrote, as a diff;
+//!   `admission`), reported with what was refused and why and what it wrote, as a diff;
 //! - [`CheckedHost`]: the same judgement for a plugin compiled natively, as the host of its unit tests.
 
 pub mod new;

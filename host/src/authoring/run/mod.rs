@@ -1,7 +1,7 @@
 //! `kuberay-wasm plugin run PLUGIN.wasm --object OBJ.yaml`: one reconcile of one object, offline. The plugin
 //! is loaded and granted as the operator loads and grants it (`Sandbox`, the policy), called in the same
 //! sandbox with the same limits and budgets, and every host call it makes is judged by the operator's own
-//! code: the grant check of `sandbox::call`, then [`crate::admission`] (names, namespace, ownership and
+//! code: the grant check of `sandbox::gate`, then `admission` (names, namespace, ownership and
 //! adoption, provenance and content, Pod Security) against an in-memory cluster (`cluster.rs`) holding the
 //! object and the state given with `--objects`. Admitted writes are committed to that cluster; the report
 //! lists the host calls, what was refused and why (the operator's messages), the events and log lines, the
