@@ -110,6 +110,19 @@ struct Tracked {
     generation: Option<i64>,
     /// When this replica last wrote over a status another installation had written.
     contested: Option<Instant>,
+    /// The Event of the last outcome while this replica did not lead: published when it leads if the status
+    /// does not show that outcome yet (the leader went before it recorded it).
+    unannounced: Option<(EventType, &'static str, String)>,
+}
+
+impl Tracked {
+    /// Whether `status` shows what this replica serves and why the last version does not, if it does not.
+    fn recorded_in(&self, status: Option<&ReconcilePluginStatus>) -> bool {
+        status.is_some_and(|s| {
+            s.digest.as_deref() == self.serving.as_ref().map(|v| v.digest.as_str())
+                && s.last_error.as_deref() == self.failure.as_ref().map(|f| f.message.as_str())
+        })
+    }
 }
 
 /// Runs until the operator stops: watches the resources and serves what they name.
@@ -291,12 +304,19 @@ impl Loop<'_> {
             };
             if leading {
                 self.event(resource, event).await;
+            } else {
+                tracked.unannounced = Some(event);
             }
         } else if !spec.paused {
             // A change that decides nothing (only `paused` back to false) is in effect as it is.
             tracked.generation = resource.metadata.generation;
         }
         if leading {
+            let tracked = self.tracked.entry(name.clone()).or_default();
+            let unannounced = tracked.unannounced.take();
+            if let Some(event) = unannounced.filter(|_| !tracked.recorded_in(resource.status.as_ref())) {
+                self.event(resource, event).await;
+            }
             self.write_status(resource).await;
         }
     }

@@ -517,6 +517,20 @@ async fn a_standby_serves_the_new_version_before_it_leads() {
         format!("{}/kuberay-wasm-leader", ns.name()),
         "{status}"
     );
+    // And the load has its Event, whichever replica recorded it.
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::all(client.clone());
+    eventually("a PluginLoaded event for v3", TIMEOUT, || async {
+        let list = events.list(&Default::default()).await.ok()?;
+        list.items
+            .iter()
+            .any(|e| {
+                e.reason.as_deref() == Some("PluginLoaded")
+                    && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("chaos")
+                    && e.note.as_deref().is_some_and(|n| n.contains(d3))
+            })
+            .then_some(())
+    })
+    .await;
     let chaos = chaos_api(&client, ns.name());
     let object = serde_json::from_value(json!({
         "apiVersion": "testing.kuberay-wasm.io/v1", "kind": "Chaos",
