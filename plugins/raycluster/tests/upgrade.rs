@@ -23,16 +23,15 @@ fn head_annotation(host: &kuberay_plugin_sdk::testing::FakeHost, key: &str) -> V
     heads(host)[0]["metadata"]["annotations"][key].clone()
 }
 
-/// KubeRay's own hash of a RayCluster manifest, from the oracle of `tests/kuberay-hash`, if it is built.
-fn kuberays_hash(cluster: &Value) -> Option<String> {
+/// KubeRay's own hash of a RayCluster manifest, from the oracle of `tests/kuberay-hash` (`make kuberay-hash`
+/// builds it; the test fails without it).
+fn kuberays_hash(cluster: &Value) -> String {
     let oracle = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.local/bin/kuberay-hash");
-    if !oracle.exists() {
-        eprintln!(
-            "skipped the comparison with KubeRay: `make kuberay-hash` builds {}",
-            oracle.display()
-        );
-        return None;
-    }
+    assert!(
+        oracle.exists(),
+        "{} is missing: `make kuberay-hash` builds it (`make test` does)",
+        oracle.display()
+    );
     let file = std::env::temp_dir().join(format!("kuberay-hash-upgrade-{}.json", std::process::id()));
     std::fs::write(&file, serde_json::to_vec(cluster).unwrap()).unwrap();
     let output = Command::new(oracle).arg("hash").arg(&file).output().unwrap();
@@ -43,7 +42,10 @@ fn kuberays_hash(cluster: &Value) -> Option<String> {
         String::from_utf8_lossy(&output.stderr)
     );
     let line = String::from_utf8(output.stdout).unwrap();
-    line.split('\t').nth(3).map(String::from)
+    line.split('\t')
+        .nth(3)
+        .unwrap_or_else(|| panic!("no hash column in the oracle's line {line:?}"))
+        .to_string()
 }
 
 #[test]
@@ -55,9 +57,7 @@ fn the_head_carries_kuberays_hash_of_the_spec() {
     let spec = serde_json::from_value(cluster["spec"].clone()).unwrap();
     assert_eq!(hash, kuberay_rules::hash::recreate_hash(&spec));
     assert_eq!(head_annotation(&host, VERSION), "v1.7.0");
-    if let Some(kuberays) = kuberays_hash(&cluster) {
-        assert_eq!(hash, kuberays);
-    }
+    assert_eq!(hash, kuberays_hash(&cluster));
 }
 
 #[test]

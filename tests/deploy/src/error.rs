@@ -24,7 +24,7 @@ pub enum Error {
         /// What it printed on stderr.
         stderr: String,
     },
-    /// A tool is not built (and `CI` is set, so the tests may not skip).
+    /// A tool is not built (the message says which command builds it).
     #[error("{0}")]
     MissingTool(String),
     /// YAML or JSON that does not have the expected shape.

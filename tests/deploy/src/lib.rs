@@ -2,7 +2,7 @@
 //! running `helm` and `kustomize` (built from their Go modules by `make deploy-tools`), reading what they
 //! render, and comparing RBAC rules as sets of single permissions.
 //!
-//! - `tools`: where the binaries are, and whether the tests run or are skipped without them: [`Tools`];
+//! - `tools`: where the binaries are (a test fails without them): [`Tools`];
 //! - `manifests`: multi-document YAML as JSON values, and picking objects out of it;
 //! - `rules`: RBAC rules expanded to [`Permission`]s, and the rule sources of each routing mode;
 //! - `can_i`: the table of `kubectl auth can-i --list`, parsed into the same permissions.

@@ -21,9 +21,9 @@ pub struct Tools {
 }
 
 impl Tools {
-    /// The tools, or `None` (said on stderr) when they are not built and the `CI` variable is unset: a test
-    /// returns early then. With `CI` set a missing tool is an error, so CI cannot skip these tests.
-    pub fn for_test() -> Result<Option<Self>> {
+    /// The tools, or [`Error::MissingTool`] naming what is missing and the command that builds it: a test
+    /// that needs them fails without them, it is never skipped.
+    pub fn for_test() -> Result<Self> {
         let root = repo_root();
         let bin = root.join(".local/bin");
         let (helm, kustomize) = (bin.join("helm"), bin.join("kustomize"));
@@ -32,19 +32,16 @@ impl Tools {
             .filter(|p| !p.is_file())
             .map(|p| p.as_path())
             .collect();
-        if missing.is_empty() {
-            return Ok(Some(Self {
-                root,
-                helm,
-                kustomize,
-            }));
+        if !missing.is_empty() {
+            return Err(Error::MissingTool(format!(
+                "{missing:?} missing; `make deploy-tools` builds them"
+            )));
         }
-        let what = format!("{missing:?} missing; `make deploy-tools` builds them");
-        if std::env::var_os("CI").is_some() {
-            return Err(Error::MissingTool(what));
-        }
-        eprintln!("skipped: {what}");
-        Ok(None)
+        Ok(Self {
+            root,
+            helm,
+            kustomize,
+        })
     }
 
     /// The checkout.

@@ -15,7 +15,7 @@ use crate::tools;
 
 #[test]
 fn the_chart_lints_clean_in_strict_mode() {
-    let Some(tools) = tools() else { return };
+    let tools = tools();
     let mut helm = tools.helm();
     helm.args(["lint", "--strict", CHART]);
     let out = stdout_of(helm).unwrap();
@@ -29,7 +29,7 @@ fn the_chart_lints_clean_in_strict_mode() {
 
 #[test]
 fn the_defaults_render_two_leader_elected_replicas_with_direct_routing_in_every_namespace() {
-    let Some(tools) = tools() else { return };
+    let tools = tools();
     let objects = tools.template("ops", &[]).unwrap();
     let deployment = one(&objects, "Deployment").unwrap();
     assert_eq!(deployment["spec"]["replicas"], 2);
@@ -94,7 +94,7 @@ fn the_defaults_render_two_leader_elected_replicas_with_direct_routing_in_every_
 
 #[test]
 fn proxy_routing_adds_the_flag_and_the_proxy_rules_and_nothing_else() {
-    let Some(tools) = tools() else { return };
+    let tools = tools();
     let sources = Sources::read().unwrap();
     let objects = tools.template("ops", &["--set", "routing=proxy"]).unwrap();
     let args = container_args(one(&objects, "Deployment").unwrap());
@@ -108,7 +108,7 @@ fn proxy_routing_adds_the_flag_and_the_proxy_rules_and_nothing_else() {
 
 #[test]
 fn watched_namespaces_get_a_role_each_and_no_cluster_role_but_the_plugin_resources_one() {
-    let Some(tools) = tools() else { return };
+    let tools = tools();
     let sources = Sources::read().unwrap();
     let objects = tools
         .template(
@@ -150,7 +150,7 @@ fn watched_namespaces_get_a_role_each_and_no_cluster_role_but_the_plugin_resourc
 
 #[test]
 fn the_plugin_resource_values_become_arguments_and_a_mounted_ca() {
-    let Some(tools) = tools() else { return };
+    let tools = tools();
     // Served by default with the operator's defaults: no argument (the defaults test lists them all).
     for (ca, source) in [
         ("pluginResources.registryCA.configMap=registry-ca", "configMap"),
@@ -211,7 +211,7 @@ fn the_plugin_resource_values_become_arguments_and_a_mounted_ca() {
 
 #[test]
 fn plugin_resources_disabled_pass_the_flag_and_grant_nothing_for_them() {
-    let Some(tools) = tools() else { return };
+    let tools = tools();
     let sources = Sources::read().unwrap();
     let objects = tools
         .template(
@@ -247,7 +247,7 @@ fn plugin_resources_disabled_pass_the_flag_and_grant_nothing_for_them() {
 
 #[test]
 fn a_policy_becomes_a_mounted_config_map_whose_change_rolls_the_pods() {
-    let Some(tools) = tools() else { return };
+    let tools = tools();
     let policy = std::fs::read_to_string(repo_root().join("host/deploy/policy.yaml")).unwrap();
     // From a file, as an administrator would pass it (`--set-string` splits at commas).
     let render = |policy: &str| {
@@ -280,7 +280,7 @@ fn a_policy_becomes_a_mounted_config_map_whose_change_rolls_the_pods() {
 
 #[test]
 fn a_plugin_volume_is_mounted_and_used_instead_of_the_shipped_plugins() {
-    let Some(tools) = tools() else { return };
+    let tools = tools();
     let objects = tools
         .template(
             "ops",
@@ -311,7 +311,7 @@ fn a_plugin_volume_is_mounted_and_used_instead_of_the_shipped_plugins() {
 
 #[test]
 fn the_service_monitor_scrapes_the_metrics_service_when_enabled() {
-    let Some(tools) = tools() else { return };
+    let tools = tools();
     let objects = tools
         .template("ops", &["--set", "metrics.serviceMonitor.enabled=true"])
         .unwrap();
@@ -326,7 +326,7 @@ fn the_service_monitor_scrapes_the_metrics_service_when_enabled() {
 
 #[test]
 fn the_chart_installs_the_same_crds_as_the_repository() {
-    let Some(tools) = tools() else { return };
+    let tools = tools();
     let objects = tools.template("ops", &["--include-crds"]).unwrap();
     let rendered: BTreeSet<&str> = manifests::of_kind(&objects, "CustomResourceDefinition")
         .into_iter()

@@ -68,7 +68,7 @@ async fn new_leader(
 
 #[tokio::test]
 async fn the_standby_replica_takes_over_when_the_leader_hangs_dies_or_goes() {
-    let Some(tools) = tools() else { return };
+    let tools = tools();
     let env: &TestEnv = TestEnv::shared().await.unwrap();
     let client = env.client().await.unwrap();
     let release_ns = env.namespace("chart-ha").await.unwrap();

@@ -137,7 +137,7 @@ fn helm_install(tools: &Tools, env: &TestEnv, release: &str, namespace: &str, va
 
 #[tokio::test]
 async fn the_chart_grants_direct_routing_in_every_namespace() {
-    let Some(tools) = tools() else { return };
+    let tools = tools();
     let env = TestEnv::shared().await.unwrap();
     let sources = Sources::read().unwrap();
     let release_ns = env.namespace("chart-direct").await.unwrap();
@@ -161,7 +161,7 @@ async fn the_chart_grants_direct_routing_in_every_namespace() {
 
 #[tokio::test]
 async fn the_chart_grants_proxy_routing_in_the_watched_namespaces_only() {
-    let Some(tools) = tools() else { return };
+    let tools = tools();
     let env = TestEnv::shared().await.unwrap();
     let sources = Sources::read().unwrap();
     let release_ns = env.namespace("chart-proxy").await.unwrap();
@@ -197,7 +197,7 @@ async fn the_chart_grants_proxy_routing_in_the_watched_namespaces_only() {
 /// Both overlays in turn (they install the same cluster-wide names): direct, then proxy over it.
 #[tokio::test]
 async fn the_overlays_grant_what_their_routing_mode_needs() {
-    let Some(tools) = tools() else { return };
+    let tools = tools();
     let env = TestEnv::shared().await.unwrap();
     let sources = Sources::read().unwrap();
     let other = env.namespace("kustomize-any").await.unwrap();

@@ -4,8 +4,8 @@
 //! really has once each is installed into the test environment's control plane (`install.rs`), and the
 //! installed chart's operator running in its Pods (`incluster.rs`): two replicas handing leadership over
 //! (`failover.rs`), a RayJob in proxy routing with only that mode's rights (`proxy_rayjob.rs`), and a plugin
-//! served from the test environment's registry by a ReconcilePlugin resource (`plugin_resource.rs`). Skipped
-//! when `make deploy-tools` has not built helm and kustomize, unless `CI` is set.
+//! served from the test environment's registry by a ReconcilePlugin resource (`plugin_resource.rs`). They fail
+//! when `make deploy-tools` has not built helm and kustomize.
 
 #![allow(
     clippy::unwrap_used,
@@ -25,7 +25,7 @@ mod proxy_rayjob;
 
 use kuberay_deploy_tests::Tools;
 
-/// The tools, or `None` when this test is skipped (see [`Tools::for_test`]).
-fn tools() -> Option<Tools> {
-    Tools::for_test().unwrap()
+/// The tools; a test fails when they are not built (see [`Tools::for_test`]).
+fn tools() -> Tools {
+    Tools::for_test().unwrap_or_else(|e| panic!("{e}"))
 }
