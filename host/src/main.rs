@@ -23,7 +23,7 @@ use oci_client::secrets::RegistryAuth;
 
 /// jemalloc instead of the C library's allocator. With glibc's, memory freed on one tokio worker was not reused
 /// by another (per-thread arenas): at 1,000 RayClusters the operator peaked at 116 MiB, 105 with jemalloc at
-/// the same CPU (mimalloc: 126 MiB, less CPU; README, scale benchmark). The static musl build of the container
+/// the same CPU (mimalloc: 126 MiB, less CPU; docs/benchmarks.md, scale benchmark). The static musl build of the container
 /// image would otherwise get musl's allocator, which serialises allocations behind one lock. Build with
 /// `--no-default-features` to profile the heap with tools that follow the C library's allocator.
 #[cfg(feature = "jemalloc")]

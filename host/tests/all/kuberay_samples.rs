@@ -54,8 +54,8 @@ const DIFFERENCES: &[Difference] = &[
         name: "*",
         field: Some("spec.rules"),
         reason: "the autoscaler's Role is scoped to its cluster: `rayclusters` only by `resourceNames: [<cluster>]`, \
-                 and no `watch` on Pods, which Ray's autoscaler never uses (README, \"Where the plugins differ from \
-                 KubeRay\")",
+                 and no `watch` on Pods, which Ray's autoscaler never uses (docs/operator.md, \"Where the plugins differ \
+                 from KubeRay\")",
     },
     Difference {
         samples: &[
@@ -70,7 +70,7 @@ const DIFFERENCES: &[Difference] = &[
         field: Some(RECONCILED),
         reason: "the RayCluster plugin refuses the spec as KubeRay's validation does (an alpha feature whose gate is \
                  off by default), and the host reports every failed reconcile as Reconciled=False with the reason \
-                 (InvalidObject; README, \"When a plugin fails\"), where KubeRay records a Warning event and \
+                 (InvalidObject; docs/operator.md, \"When a plugin fails\"), where KubeRay records a Warning event and \
                  writes no status",
     },
     Difference {
@@ -85,7 +85,7 @@ const DIFFERENCES: &[Difference] = &[
         field: Some(RECONCILED),
         reason: "the API server refuses the head Pod (the sample names a ServiceAccount that does not exist), \
                  which both operators report with ReplicaFailure=True; the host also reports the failed reconcile \
-                 as Reconciled=False (ReconcileFailed; README, \"When a plugin fails\")",
+                 as Reconciled=False (ReconcileFailed; docs/operator.md, \"When a plugin fails\")",
     },
 ];
 

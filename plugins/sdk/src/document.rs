@@ -10,8 +10,8 @@ use crate::HostError;
 /// [`crate::testing::FakeHost`]).
 ///
 /// Reading the text straight into a typed object parses it once; going through a [`Value`] first builds and
-/// drops a map per JSON object (reading that way cost the RayCluster plugin about a sixth of its call; README,
-/// Benchmark).
+/// drops a map per JSON object (reading that way cost the RayCluster plugin about a sixth of its call;
+/// docs/benchmarks.md).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Document {
     /// JSON text in the Kubernetes wire form.

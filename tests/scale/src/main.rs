@@ -1,6 +1,6 @@
 //! `make scale`: the same workload against kuberay-wasm and the KubeRay operator, one after the other on one
 //! private local control plane and simulated kubelet, with a Markdown table per size and the ratios
-//! ours/KubeRay. See README "Scale benchmark".
+//! ours/KubeRay. See docs/benchmarks.md, "Scale benchmark".
 
 mod audit;
 mod histogram;

@@ -1,5 +1,5 @@
-//! The README's table of the operator's permissions ("Installing into a cluster") is the rules' sources, so
-//! the list the installed ServiceAccount is checked against (`install.rs`) is the documented one.
+//! The table of the operator's permissions in `docs/install.md` ("Permissions") is the rules' sources, so the
+//! list the installed ServiceAccount is checked against (`install.rs`) is the documented one.
 
 use kuberay_deploy_tests::{
     Permission,
@@ -8,13 +8,13 @@ use kuberay_deploy_tests::{
 
 const HEADER: &str = "| API group | Resources | Verbs | Mode |";
 
-/// The permissions the README documents: in direct mode, what proxy mode adds, and what ReconcilePlugin
+/// The permissions `docs/install.md` documents: in direct mode, what proxy mode adds, and what ReconcilePlugin
 /// resources need cluster-wide.
 fn documented() -> (Permissions, Permissions, Permissions) {
-    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
-    let table = readme
+    let page = std::fs::read_to_string(repo_root().join("docs/install.md")).unwrap();
+    let table = page
         .split_once(HEADER)
-        .expect("the README's permission table")
+        .expect("the permission table of docs/install.md")
         .1;
     let (mut both, mut proxy_only, mut plugins) =
         (Permissions::new(), Permissions::new(), Permissions::new());
@@ -57,7 +57,7 @@ fn documented() -> (Permissions, Permissions, Permissions) {
 }
 
 #[test]
-fn the_readme_documents_exactly_the_rules_of_each_mode() {
+fn the_install_guide_documents_exactly_the_rules_of_each_mode() {
     let sources = Sources::read().unwrap();
     let (direct, proxy, plugins) = documented();
     assert_eq!(direct, sources.direct, "direct routing");
