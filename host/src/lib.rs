@@ -27,6 +27,8 @@
 //! - [`leadership`]: leader election on a Lease, and the fence every write of the host passes;
 //! - `operator`: wiring, configuration and shutdown; `server` and [`metrics`]: observability;
 //!   [`telemetry`]: logging;
+//! - [`kuberay_flags`]: what KubeRay's operator flags mean here (Go's address forms, feature gates, the flags
+//!   refused at start);
 //! - [`authoring`]: the plugin authoring kit (`kuberay-wasm plugin new` and `plugin run`, one reconcile
 //!   offline with admission's rules against an in-memory cluster, and [`authoring::CheckedHost`], the same
 //!   judgement as the host of a plugin's native tests).
@@ -34,6 +36,7 @@
 pub(crate) mod admission;
 pub mod authoring;
 pub(crate) mod controller;
+pub mod kuberay_flags;
 pub(crate) mod kubernetes;
 pub mod leadership;
 pub mod metrics;
@@ -47,6 +50,7 @@ pub mod sandbox;
 pub(crate) mod server;
 pub mod telemetry;
 
+pub use kubernetes::rate_limit::ApiRateLimit;
 pub use operator::{
     DEFAULT_COMPILE_MEMORY_MIB, DEFAULT_COMPILE_TIMEOUT, OperatorConfig, OperatorError, run, run_with_metrics,
 };

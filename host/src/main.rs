@@ -4,10 +4,11 @@ use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use kuberay_rayhead::{RoutingOptions, parse_duration};
+use kuberay_rayhead::{RoutingOptions, parse_duration, parse_go_bool};
 use kuberay_wasm::{
-    DEFAULT_COMPILE_MEMORY_MIB, DEFAULT_COMPILE_TIMEOUT, OperatorConfig,
+    ApiRateLimit, DEFAULT_COMPILE_MEMORY_MIB, DEFAULT_COMPILE_TIMEOUT, OperatorConfig,
     authoring::{self, run::RunOptions},
+    kuberay_flags::{FeatureGates, UnsupportedFlags, parse_bind_address},
     leadership::{self, LeaderElection},
     metrics::Metrics,
     policy::{Policy, Profile},
@@ -230,6 +231,22 @@ struct OperatorArgs {
     /// Reconciles running at once across all kinds (never two for the same object).
     #[arg(long, default_value_t = 8)]
     concurrency: u16,
+    /// Reconciles of one kind running at once (KubeRay's flag, per controller); default: --concurrency.
+    #[arg(long)]
+    reconcile_concurrency: Option<u16>,
+    /// Requests per second the operator sends to the Kubernetes API on average (client-side rate limit,
+    /// shared by all its requests); 0 is client-go's default of 5, a negative value disables the limit.
+    #[arg(long, default_value_t = 100.0, allow_negative_numbers = true)]
+    qps: f64,
+    /// Requests the operator may send at once after a quiet period; 0 is client-go's default of 10.
+    #[arg(long, default_value_t = 200)]
+    burst: u32,
+    /// KubeRay's feature gates, `Name=true,Other=false` (see docs/operator.md for the gates and what is
+    /// supported); an unknown gate or an unsupported state is a start-up error.
+    #[arg(long, default_value = "")]
+    feature_gates: String,
+    #[command(flatten)]
+    kuberay: KubeRayArgs,
     /// A queued reconcile waits this long for more changes of the same object before it runs, each change
     /// restarting the wait (so a cluster's Pods coming up cost one reconcile, not one per Pod event); 0
     /// runs it at once.
@@ -267,11 +284,11 @@ struct OperatorArgs {
     disable_plugins: Vec<String>,
     #[command(flatten)]
     resources: ResourceArgs,
-    /// Where /metrics is served.
-    #[arg(long, default_value = "0.0.0.0:8080")]
+    /// Where /metrics is served (`HOST:PORT` or Go's `:PORT`; KubeRay's name `--metrics-addr` too).
+    #[arg(long, alias = "metrics-addr", default_value = "0.0.0.0:8080", value_parser = parse_bind_address)]
     metrics_bind_address: SocketAddr,
     /// Where /healthz and /readyz are served (may equal --metrics-bind-address).
-    #[arg(long, default_value = "0.0.0.0:8082")]
+    #[arg(long, default_value = "0.0.0.0:8082", value_parser = parse_bind_address)]
     health_probe_bind_address: SocketAddr,
     #[command(flatten)]
     routing: RoutingOptions,
@@ -282,12 +299,86 @@ struct OperatorArgs {
     leader_election: LeaderElectionArgs,
 }
 
+/// KubeRay's operator flags that have no counterpart here, taken so that its Deployment's arguments start
+/// this operator: the deprecated and informational ones are accepted (and logged), the ones whose behaviour
+/// is missing refuse to start with the reason (`kuberay_flags::UnsupportedFlags`).
+#[derive(clap::Args)]
+struct KubeRayArgs {
+    /// KubeRay's switch for its `kuberay_*` metric families; /metrics is always served here (with this
+    /// operator's metrics), so it only logs what is exported.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true",
+          action = clap::ArgAction::Set, default_value_t = false, value_parser = parse_go_bool)]
+    enable_metrics: bool,
+    /// Deprecated in KubeRay, which ignores it; so does this operator.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true",
+          action = clap::ArgAction::Set, default_value_t = false, value_parser = parse_go_bool)]
+    forced_cluster_upgrade: bool,
+    /// KubeRay's log encoders: `json` (JSON lines) or `console` (text); the same as --log-format.
+    #[arg(long, value_parser = ["json", "console"])]
+    log_stdout_encoder: Option<String>,
+    /// KubeRay's log file's encoder; used like --log-stdout-encoder when that is not given (no log file is
+    /// written).
+    #[arg(long, value_parser = ["json", "console"])]
+    log_file_encoder: Option<String>,
+    /// Not supported: logs go to stderr only (a start-up error when set).
+    #[arg(long)]
+    log_file_path: Option<String>,
+    /// Not supported yet: KubeRay's Configuration file (a start-up error when set).
+    #[arg(long)]
+    config: Option<String>,
+    /// Not supported yet: batch schedulers (a start-up error when set).
+    #[arg(long)]
+    batch_scheduler: Option<String>,
+    /// Not supported yet (KubeRay's deprecated form of --batch-scheduler; a start-up error when true).
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true",
+          action = clap::ArgAction::Set, default_value_t = false, value_parser = parse_go_bool)]
+    enable_batch_scheduler: bool,
+}
+
+impl KubeRayArgs {
+    /// `--log-format`, unless left at `auto` while a KubeRay encoder is given (`json`, or `console`: text).
+    fn log_format(&self, format: LogFormat) -> LogFormat {
+        let encoder = self
+            .log_stdout_encoder
+            .as_deref()
+            .or(self.log_file_encoder.as_deref());
+        match (format, encoder) {
+            (LogFormat::Auto, Some("json")) => LogFormat::Json,
+            (LogFormat::Auto, Some("console")) => LogFormat::Text,
+            (format, _) => format,
+        }
+    }
+
+    /// Refuses what cannot be honoured, logs what is accepted without effect.
+    fn check(self) -> anyhow::Result<()> {
+        UnsupportedFlags {
+            config: self.config,
+            batch_scheduler: self.batch_scheduler,
+            enable_batch_scheduler: self.enable_batch_scheduler,
+            log_file_path: self.log_file_path,
+        }
+        .check()?;
+        if self.forced_cluster_upgrade {
+            tracing::warn!("--forced-cluster-upgrade is deprecated and ignored, as by KubeRay");
+        }
+        if self.enable_metrics {
+            tracing::info!(
+                "--enable-metrics: /metrics serves this operator's kuberay_wasm_* metrics; KubeRay's kuberay_* \
+                 families are not exported yet"
+            );
+        }
+        Ok(())
+    }
+}
+
 /// Leader election among replicas (KubeRay's flag names), on a coordination.k8s.io/v1 Lease.
 #[derive(clap::Args)]
 struct LeaderElectionArgs {
     /// Reconcile only while holding the leader election's Lease; other replicas stand by (loaded, ready,
-    /// writing nothing) and take over when the leader stops or loses it.
-    #[arg(long)]
+    /// writing nothing) and take over when the leader stops or loses it (`--enable-leader-election=false`
+    /// as KubeRay's chart writes it too).
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true",
+          action = clap::ArgAction::Set, default_value_t = false, value_parser = parse_go_bool)]
     enable_leader_election: bool,
     /// Namespace of the Lease; default: POD_NAMESPACE, else the ServiceAccount's namespace file.
     #[arg(long, env = "POD_NAMESPACE")]
@@ -357,7 +448,11 @@ fn main() -> std::process::ExitCode {
             cpu_seconds,
         });
     }
-    telemetry::init(cli.log_format);
+    let log_format = match &cli.command {
+        Command::Operator(args) => args.kuberay.log_format(cli.log_format),
+        _ => cli.log_format,
+    };
+    telemetry::init(log_format);
     let result = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -461,8 +556,16 @@ fn own_executable() -> PathBuf {
 }
 
 async fn operator(args: OperatorArgs) -> anyhow::Result<()> {
+    args.kuberay.check()?;
+    let gates = FeatureGates::parse(&args.feature_gates)?;
     let mut config = OperatorConfig::new(args.plugins)
-        .with_watch_namespaces(args.watch_namespace)
+        // KubeRay's "" (all namespaces) is an empty list here.
+        .with_watch_namespaces(
+            args.watch_namespace
+                .into_iter()
+                .filter(|n| !n.is_empty())
+                .collect(),
+        )
         .with_concurrency(args.concurrency)
         .with_debounce(args.reconcile_debounce)
         .with_limits(args.plugin_timeout, args.plugin_memory_mib << 20)
@@ -481,7 +584,11 @@ async fn operator(args: OperatorArgs) -> anyhow::Result<()> {
     let policy = load_policy(args.policy.as_deref())?
         .without(&args.disable_plugins)
         .context("--disable-plugins")?;
+    let policy = gates.narrow(policy);
     config.policy = Some(std::sync::Arc::new(policy));
+    config.reconcile_concurrency = args.reconcile_concurrency;
+    config.api_rate_limit = api_rate_limit(args.qps, args.burst);
+    config.feature_gates = gates;
     config.resources = args.resources.options()?;
     config.kubeconfig = args.kubeconfig;
     config.routing = args.routing;
@@ -490,6 +597,18 @@ async fn operator(args: OperatorArgs) -> anyhow::Result<()> {
     kuberay_wasm::run(config, shutdown_signal())
         .await
         .context("operator failed")
+}
+
+/// `--qps` and `--burst` as client-go reads them: 0 is its default (5 per second, a burst of 10), a negative
+/// rate no limit.
+fn api_rate_limit(qps: f64, burst: u32) -> Option<ApiRateLimit> {
+    if qps < 0.0 {
+        return None;
+    }
+    Some(ApiRateLimit {
+        qps: if qps == 0.0 { 5.0 } else { qps },
+        burst: if burst == 0 { 10 } else { burst },
+    })
 }
 
 /// This replica's name: the Pod's (POD_NAME), else the host's.
@@ -639,7 +758,10 @@ async fn inspect(plugin: PathBuf, policy: Option<PathBuf>) -> anyhow::Result<()>
                 timeout: DEFAULT_COMPILE_TIMEOUT,
                 memory_bytes: DEFAULT_COMPILE_MEMORY_MIB << 20,
             }),
-            base_config: kuberay_wasm::sandbox::base_config(kuberay_rayhead::DEFAULT_CLUSTER_DOMAIN),
+            base_config: kuberay_wasm::sandbox::base_config(
+                kuberay_rayhead::DEFAULT_CLUSTER_DOMAIN,
+                &Default::default(),
+            ),
         },
         Metrics::new(),
     )?;

@@ -32,7 +32,7 @@ use std::time::Duration;
 
 use kuberay_plugin_sdk::{HostError, RayRequest, RayResponse};
 pub use lookup::{ApiLookup, ObjectLookup};
-pub use options::{DEFAULT_CLUSTER_DOMAIN, RoutingOptions, parse_duration};
+pub use options::{DEFAULT_CLUSTER_DOMAIN, RoutingOptions, parse_duration, parse_go_bool};
 pub use path::{PathError, validate as validate_path};
 pub use route::{RoutingMode, head_service_name};
 pub use send::MAX_RESPONSE;

@@ -13,8 +13,12 @@ pub const DEFAULT_CLUSTER_DOMAIN: &str = "cluster.local";
 #[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct RoutingOptions {
     /// Reach Ray heads only through the Kubernetes API server's proxy subresources (services/.../proxy and
-    /// pods/.../proxy), for programs that cannot reach Pod addresses.
-    #[cfg_attr(feature = "clap", arg(long))]
+    /// pods/.../proxy), for programs that cannot reach Pod addresses (`--use-kubernetes-proxy[=true|false]`).
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true",
+            action = clap::ArgAction::Set, default_value_t = false, value_parser = parse_go_bool)
+    )]
     pub use_kubernetes_proxy: bool,
     /// The cluster's DNS domain, used in head Service names when reaching Ray heads directly.
     #[cfg_attr(feature = "clap", arg(long, default_value = DEFAULT_CLUSTER_DOMAIN))]
@@ -49,6 +53,16 @@ impl RoutingOptions {
     /// A sender routing this way.
     pub fn heads(&self) -> RayHeads {
         RayHeads::new(self.mode(), self.ray_request_timeout)
+    }
+}
+
+/// A boolean flag value as Go's `strconv.ParseBool` reads it (`--use-kubernetes-proxy=true`, as KubeRay's
+/// chart writes its flags): `1`, `t`, `T`, `true`, `TRUE`, `True` and their `false` counterparts.
+pub fn parse_go_bool(text: &str) -> Result<bool, String> {
+    match text {
+        "1" | "t" | "T" | "true" | "TRUE" | "True" => Ok(true),
+        "0" | "f" | "F" | "false" | "FALSE" | "False" => Ok(false),
+        _ => Err(format!("{text:?} is not a boolean (true or false)")),
     }
 }
 

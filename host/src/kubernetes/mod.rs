@@ -15,6 +15,7 @@ pub(crate) mod label_only;
 pub(crate) mod names;
 mod namespaces;
 pub(crate) mod overlay;
+pub(crate) mod rate_limit;
 pub(crate) mod unchanged;
 
 use std::sync::Arc;

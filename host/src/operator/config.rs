@@ -6,7 +6,8 @@ use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 use kuberay_rayhead::RoutingOptions;
 
 use crate::{
-    leadership::LeaderElection, policy::Policy, reconcileplugin::ResourceOptions, sandbox::CallBudget,
+    ApiRateLimit, kuberay_flags::FeatureGates, leadership::LeaderElection, policy::Policy,
+    reconcileplugin::ResourceOptions, sandbox::CallBudget,
 };
 
 /// `--plugin-compile-timeout`'s default.
@@ -23,6 +24,13 @@ pub struct OperatorConfig {
     pub watch_namespaces: Vec<String>,
     /// Reconciles that may run at once, across all kinds.
     pub concurrency: u16,
+    /// Reconciles of one kind that may run at once (KubeRay's `--reconcile-concurrency`, per controller);
+    /// `None`: as many as `concurrency`.
+    pub reconcile_concurrency: Option<u16>,
+    /// The client-side rate limit of the host's API requests (`--qps`, `--burst`); `None`: no limit.
+    pub api_rate_limit: Option<ApiRateLimit>,
+    /// KubeRay's feature gates (`--feature-gates`), handed to every plugin in its configuration.
+    pub feature_gates: FeatureGates,
     /// How long a queued reconcile waits for more changes of the same object before it runs (trailing
     /// edge: every change within the window restarts it).
     pub debounce: Duration,
@@ -70,6 +78,9 @@ impl OperatorConfig {
             plugins_dir: plugins_dir.into(),
             watch_namespaces: Vec::new(),
             concurrency: 8,
+            reconcile_concurrency: None,
+            api_rate_limit: None,
+            feature_gates: FeatureGates::default(),
             debounce: Duration::from_millis(100),
             plugin_timeout: Duration::from_secs(30),
             plugin_memory_bytes: 128 << 20,

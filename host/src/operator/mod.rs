@@ -13,7 +13,7 @@ mod term;
 
 use std::{collections::BTreeSet, net::SocketAddr, sync::Arc};
 
-use kube::Client;
+use kube::{Client, client::ClientBuilder};
 use kuberay_plugin_sdk::Kind;
 use tokio::{sync::watch, task::JoinSet};
 
@@ -21,7 +21,7 @@ pub use self::config::{DEFAULT_COMPILE_MEMORY_MIB, DEFAULT_COMPILE_TIMEOUT, Oper
 use self::term::TermContext;
 use crate::{
     controller,
-    kubernetes::WatchScope,
+    kubernetes::{WatchScope, rate_limit::RateLimitLayer},
     leadership::{self, Elector, Fence},
     metrics::Metrics,
     plugin_watch::DirWatch,
@@ -68,6 +68,15 @@ async fn kube_config(config: &OperatorConfig) -> Result<kube::Config, OperatorEr
             .map_err(|e| OperatorError::Client(e.to_string()))?,
     };
     Ok(kube_config)
+}
+
+/// A client of `config`, its requests rate-limited by `rate_limit` (shared by every client given it).
+fn api_client(config: kube::Config, rate_limit: Option<&RateLimitLayer>) -> Result<Client, OperatorError> {
+    let builder = ClientBuilder::try_from(config).map_err(|e| OperatorError::Client(e.to_string()))?;
+    Ok(match rate_limit {
+        Some(layer) => builder.with_layer(layer).build(),
+        None => builder.build(),
+    })
 }
 
 /// Runs the operator until `shutdown` resolves, then stops controllers (letting running reconciles finish)
@@ -142,13 +151,14 @@ async fn operate(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), OperatorError> {
     let kube_config = kube_config(&config).await?;
-    let client = Client::try_from(kube_config.clone()).map_err(|e| OperatorError::Client(e.to_string()))?;
+    let rate_limit = config.api_rate_limit.and_then(RateLimitLayer::new);
+    let client = api_client(kube_config.clone(), rate_limit.as_ref())?;
     // Requests to Ray heads through the proxy must not be retried by the client: a 503 from the proxy is
     // the answer ("no endpoints"), and retrying it would stall the reconcile for minutes.
     let ray_client = {
         let mut ray_config = kube_config;
         ray_config.default_retry = false;
-        Client::try_from(ray_config).map_err(|e| OperatorError::Client(e.to_string()))?
+        api_client(ray_config, rate_limit.as_ref())?
     };
     let sandbox = sandbox(&config, &metrics)?;
     let scope = if config.watch_namespaces.is_empty() {
@@ -169,7 +179,7 @@ async fn operate(
         instance: config.instance.clone(),
         metrics: metrics.clone(),
         queue: controller::Queue {
-            concurrency: config.concurrency,
+            concurrency: config.reconcile_concurrency.unwrap_or(config.concurrency).max(1),
             debounce: config.debounce,
         },
         readiness: readiness.clone(),
@@ -255,7 +265,7 @@ fn sandbox(config: &OperatorConfig, metrics: &Metrics) -> Result<Arc<Sandbox>, O
                 timeout: config.compile_timeout,
                 memory_bytes: config.compile_memory_bytes,
             }),
-            base_config: crate::sandbox::base_config(&config.routing.cluster_domain),
+            base_config: crate::sandbox::base_config(&config.routing.cluster_domain, &config.feature_gates),
         },
         metrics.clone(),
     )?)

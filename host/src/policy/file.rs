@@ -645,6 +645,12 @@ impl Policy {
         Ok(self)
     }
 
+    /// This policy without the entries named `names` that it has (a plugin a feature gate turns off).
+    pub fn without_any(mut self, names: &[String]) -> Self {
+        self.entries.retain(|e| !names.contains(&e.name));
+        self
+    }
+
     /// This policy without the entry of the `ReconcilePlugin` resource `name` (a file's entry stays).
     pub fn without_resource(&self, name: &str) -> Self {
         let mut policy = self.clone();

@@ -11,6 +11,7 @@ use std::{
 };
 
 use kuberay_plugin_sdk::{Kind, PluginMetadata};
+use kuberay_rules::config::{CLUSTER_DOMAIN, FEATURE_GATES};
 use wasmtime::{Engine, component::Linker};
 
 use super::{
@@ -25,6 +26,7 @@ use super::{
     plugin::{self, LoadError, LoadedPlugin},
 };
 use crate::{
+    kuberay_flags::FeatureGates,
     metrics::{CallLabels, LoadLabels, Metrics},
     policy::{LoadRefusal, Policy},
 };
@@ -40,17 +42,20 @@ pub struct SandboxConfig {
     /// Where plugin components are compiled: in a child process with OS-enforced bounds, or (`None`) in
     /// this process, bounded by the static limits only (see `compile.rs`).
     pub compiler: Option<ChildCompiler>,
-    /// The operator's settings plugins read through the WIT `config` interface (`clusterDomain`), under each
+    /// The operator's settings plugins read through the WIT `config` interface (`clusterDomain`, `featureGates`), under each
     /// entry's own `config`.
     pub base_config: serde_json::Map<String, serde_json::Value>,
 }
 
-/// The operator's part of every plugin's configuration: the cluster's DNS domain (`--cluster-domain`), which
-/// KubeRay reads from `CLUSTER_DOMAIN`.
-pub fn base_config(cluster_domain: &str) -> serde_json::Map<String, serde_json::Value> {
-    [("clusterDomain".to_string(), cluster_domain.into())]
-        .into_iter()
-        .collect()
+/// The operator's part of every plugin's configuration: the cluster's DNS domain (`--cluster-domain`, which
+/// KubeRay reads from `CLUSTER_DOMAIN`) and KubeRay's feature gates (`--feature-gates`).
+pub fn base_config(cluster_domain: &str, gates: &FeatureGates) -> serde_json::Map<String, serde_json::Value> {
+    [
+        (CLUSTER_DOMAIN.to_string(), cluster_domain.into()),
+        (FEATURE_GATES.to_string(), gates.to_config()),
+    ]
+    .into_iter()
+    .collect()
 }
 
 /// What serves a kind.

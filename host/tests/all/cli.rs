@@ -127,3 +127,63 @@ fn logs_on_a_pipe_are_json_lines_by_default_and_text_on_request_without_escape_c
             .all(|l| serde_json::from_str::<serde_json::Value>(l).is_err())
     );
 }
+
+/// KubeRay v1.7's chart writes its flags as `--name=value`, booleans included, and its addresses in Go's
+/// `:PORT` form: the operator takes them all and gets as far as the (missing) kubeconfig.
+#[test]
+fn kuberays_flags_in_its_charts_forms_are_taken() {
+    let port = |addr: &str| format!(":{}", addr.rsplit(':').next().unwrap_or_default());
+    let [metrics, health] = free_ports().map(|a| port(&a));
+    let (output, stderr) = run(operator(&[
+        &format!("--metrics-addr={metrics}"),
+        &format!("--health-probe-bind-address={health}"),
+        "--enable-leader-election=false",
+        "--use-kubernetes-proxy=false",
+        "--reconcile-concurrency=1",
+        "--watch-namespace=",
+        "--qps=50",
+        "--burst=100",
+        "--feature-gates=RayClusterStatusConditions=true,RayCronJob=true",
+        "--enable-metrics=true",
+        "--forced-cluster-upgrade=false",
+        "--log-stdout-encoder=console",
+        "--log-file-encoder=json",
+    ]));
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    // --log-stdout-encoder=console: text lines, not JSON.
+    assert!(
+        stderr.contains(" INFO ") && stderr.contains("serving /metrics"),
+        "{stderr}"
+    );
+    assert!(stderr.contains(&format!("0.0.0.0{metrics}")), "{stderr}");
+    assert!(stderr.contains("--enable-metrics"), "{stderr}");
+    assert!(stderr.contains("kubeconfig"), "{stderr}");
+}
+
+#[test]
+fn kuberay_flags_whose_behaviour_is_missing_refuse_to_start_with_the_reason() {
+    for (flag, reason) in [
+        ("--feature-gates=RayClusterNope=true", "unrecognized feature gate"),
+        (
+            "--feature-gates=RayClusterMTLS=true",
+            "RayClusterMTLS is not implemented",
+        ),
+        (
+            "--feature-gates=RayClusterStatusConditions=false",
+            "RayClusterStatusConditions cannot be turned off",
+        ),
+        ("--batch-scheduler=volcano", "--batch-scheduler volcano"),
+        ("--enable-batch-scheduler=true", "--enable-batch-scheduler"),
+        ("--config=/etc/kuberay/config.yaml", "Configuration file"),
+        ("--log-file-path=/tmp/ray-operator.log", "--log-file-path"),
+    ] {
+        let (output, stderr) = run(operator(&[flag]));
+        assert_eq!(output.status.code(), Some(1), "{flag}: {stderr}");
+        assert!(stderr.contains(reason), "{flag}: {stderr}");
+        assert!(!stderr.contains("serving /metrics"), "{flag} started: {stderr}");
+    }
+    // A boolean that is not one is clap's usage error.
+    let (output, stderr) = run(operator(&["--enable-leader-election=maybe"]));
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("is not a boolean"), "{stderr}");
+}

@@ -8,14 +8,28 @@ use crate::syntax::is_dns1123_subdomain;
 /// The cluster's DNS domain (`--cluster-domain`, KubeRay's `CLUSTER_DOMAIN`), in head addresses.
 pub const CLUSTER_DOMAIN: &str = "clusterDomain";
 
-/// Refuses a configuration whose `clusterDomain` is not a DNS subdomain; a configuration without it is fine
-/// (the plugins then use `cluster.local`).
+/// KubeRay's feature gates as the operator was started with them (`--feature-gates`): an object of gate
+/// names and booleans, every gate KubeRay v1.7 has.
+pub const FEATURE_GATES: &str = "featureGates";
+
+/// Refuses a configuration whose `clusterDomain` is not a DNS subdomain or whose `featureGates` is not an
+/// object of booleans; a configuration without them is fine (the plugins then use `cluster.local` and
+/// KubeRay's defaults).
 pub fn check(config: &Map<String, Value>) -> Result<(), String> {
     match config.get(CLUSTER_DOMAIN) {
+        None => {}
+        Some(Value::String(domain)) if is_dns1123_subdomain(domain) => {}
+        Some(other) => {
+            return Err(format!(
+                "{CLUSTER_DOMAIN} must be a DNS subdomain such as cluster.local, not {other}"
+            ));
+        }
+    }
+    match config.get(FEATURE_GATES) {
         None => Ok(()),
-        Some(Value::String(domain)) if is_dns1123_subdomain(domain) => Ok(()),
+        Some(Value::Object(gates)) if gates.values().all(Value::is_boolean) => Ok(()),
         Some(other) => Err(format!(
-            "{CLUSTER_DOMAIN} must be a DNS subdomain such as cluster.local, not {other}"
+            "{FEATURE_GATES} must map gate names to true or false, not {other}"
         )),
     }
 }
@@ -42,6 +56,18 @@ mod tests {
         ] {
             let error = check(&config(json!({ "clusterDomain": bad }))).unwrap_err();
             assert!(error.contains("clusterDomain must be a DNS subdomain"), "{error}");
+        }
+    }
+
+    #[test]
+    fn feature_gates_must_be_booleans() {
+        assert_eq!(
+            check(&config(json!({"featureGates": {"RayCronJob": true}}))),
+            Ok(())
+        );
+        for bad in [json!({"RayCronJob": "true"}), json!(["RayCronJob"])] {
+            let error = check(&config(json!({ "featureGates": bad }))).unwrap_err();
+            assert!(error.contains("featureGates must map"), "{error}");
         }
     }
 }

@@ -1,0 +1,142 @@
+//! The client-side rate limit of every request the host sends to the Kubernetes API (`--qps`, `--burst`, as
+//! client-go's token bucket behind KubeRay's flags of the same names): a request waits for a token before it
+//! is sent, tokens come back at `qps` per second, and at most `burst` are saved up. Watches, lists, writes,
+//! Events, the Lease and the requests to Ray heads through the API server's proxy share one bucket.
+//!
+//! The bucket is `governor`'s (GCRA, equivalent to a token bucket); this module only makes it a tower layer
+//! that waits for a token in `poll_ready`, so kube's request buffer keeps requests in order while it waits.
+
+use std::{
+    future::Future,
+    num::NonZeroU32,
+    pin::Pin,
+    sync::Arc,
+    task::{Context, Poll},
+    time::Duration,
+};
+
+use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use tower::{Layer, Service};
+
+/// The limit: `qps` requests per second on average, `burst` at once after a quiet period.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ApiRateLimit {
+    /// Sustained requests per second (fractions allowed).
+    pub qps: f64,
+    /// Requests that may go at once after a quiet period (at least 1).
+    pub burst: u32,
+}
+
+/// A tower layer applying one shared [`ApiRateLimit`] to the services it wraps.
+#[derive(Clone)]
+pub(crate) struct RateLimitLayer {
+    limiter: Arc<DefaultDirectRateLimiter>,
+}
+
+impl RateLimitLayer {
+    /// The layer of `limit`; `None` when `qps` is not a positive, finite number.
+    pub(crate) fn new(limit: ApiRateLimit) -> Option<Self> {
+        if !(limit.qps.is_finite() && limit.qps > 0.0) {
+            return None;
+        }
+        let period = Duration::from_secs_f64(1.0 / limit.qps).max(Duration::from_nanos(1));
+        let burst = NonZeroU32::new(limit.burst).unwrap_or(NonZeroU32::MIN);
+        let quota = Quota::with_period(period)?.allow_burst(burst);
+        Some(Self {
+            limiter: Arc::new(RateLimiter::direct(quota)),
+        })
+    }
+}
+
+impl<S> Layer<S> for RateLimitLayer {
+    type Service = RateLimited<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        RateLimited {
+            inner,
+            limiter: self.limiter.clone(),
+            waiting: None,
+            token: false,
+        }
+    }
+}
+
+/// A service whose requests each take a token first.
+pub(crate) struct RateLimited<S> {
+    inner: S,
+    limiter: Arc<DefaultDirectRateLimiter>,
+    /// The wait for the next token, while one is under way.
+    waiting: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
+    /// A token was taken for the next `call`.
+    token: bool,
+}
+
+impl<S, Request> Service<Request> for RateLimited<S>
+where
+    S: Service<Request>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        if !self.token {
+            let limiter = self.limiter.clone();
+            let waiting = self
+                .waiting
+                .get_or_insert_with(|| Box::pin(async move { limiter.until_ready().await }));
+            if waiting.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            self.waiting = None;
+            self.token = true;
+        }
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        // tower's contract: `call` follows a `poll_ready` that answered ready, which took the token.
+        self.token = false;
+        self.inner.call(request)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::{convert::Infallible, time::Instant};
+
+    use tower::{ServiceExt, service_fn};
+
+    use super::*;
+
+    async fn send_all(limit: ApiRateLimit, requests: usize) -> Duration {
+        let layer = RateLimitLayer::new(limit).unwrap();
+        let mut service = layer.layer(service_fn(|()| async { Ok::<_, Infallible>(()) }));
+        let start = Instant::now();
+        for _ in 0..requests {
+            service.ready().await.unwrap().call(()).await.unwrap();
+        }
+        start.elapsed()
+    }
+
+    #[tokio::test]
+    async fn a_burst_goes_at_once_and_the_rest_at_the_rate() {
+        // 20 at once, then 5 more at 50 per second: at least 4 periods of 20 ms more.
+        let within_burst = send_all(ApiRateLimit { qps: 50.0, burst: 20 }, 20).await;
+        let beyond = send_all(ApiRateLimit { qps: 50.0, burst: 20 }, 25).await;
+        // The burst waits for nothing (19 periods would be 380 ms), the rest waits for the rate.
+        assert!(within_burst < Duration::from_millis(300), "{within_burst:?}");
+        assert!(beyond >= Duration::from_millis(80), "{beyond:?}");
+    }
+
+    #[test]
+    fn no_limit_without_a_positive_rate() {
+        for qps in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            assert!(
+                RateLimitLayer::new(ApiRateLimit { qps, burst: 10 }).is_none(),
+                "{qps}"
+            );
+        }
+        assert!(RateLimitLayer::new(ApiRateLimit { qps: 0.5, burst: 0 }).is_some());
+    }
+}
