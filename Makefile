@@ -35,7 +35,7 @@ help:
 ## Prerequisites ------------------------------------------------------------------------------------------
 
 .PHONY: tools control-plane registry cosign cosign-interop ray apitools componentize-py grpcurl kuberay-hash kuberay-operator kuberay-operator-v1.7 gateway-api wasm-target deploy-tools
-tools: control-plane registry ray apitools componentize-py grpcurl kuberay-hash gateway-api wasm-target deploy-tools
+tools: control-plane registry ray apitools componentize-py grpcurl kuberay-hash kuberay-operator gateway-api wasm-target deploy-tools
 
 # kube-apiserver, kube-controller-manager, kubectl and etcd from tests/cluster/go.mod, into .local/bin.
 control-plane:
@@ -78,7 +78,7 @@ kuberay-hash:
 	@bash tests/kuberay-hash/build.sh
 
 # .local/bin/kuberay-operator: KubeRay's operator from its Go module (tests/kuberay-operator/go.mod), the baseline
-# of `make scale`. Not part of `make tools`: nothing else needs it.
+# of `make scale` and the other side of the Lease test (host/tests/all/kuberay_lease.rs).
 kuberay-operator:
 	@bash tests/kuberay-operator/build.sh
 

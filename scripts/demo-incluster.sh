@@ -33,7 +33,7 @@ release=kuberay-wasm
 ns=kuberay-system
 work=demo-incluster
 image=kuberay-wasm:0.1.0
-lease=kuberay-wasm-leader
+lease=ray-operator-leader
 pods_of_release=app.kubernetes.io/name=kuberay-wasm
 # The label the release's operator selects ReconcilePlugin resources by (pluginResources.selector): the resources are
 # cluster-scoped, and tests sharing this cluster create their own.

@@ -383,8 +383,9 @@ struct LeaderElectionArgs {
     /// Namespace of the Lease; default: POD_NAMESPACE, else the ServiceAccount's namespace file.
     #[arg(long, env = "POD_NAMESPACE")]
     leader_election_namespace: Option<String>,
-    /// Name of the Lease.
-    #[arg(long, default_value = "kuberay-wasm-leader")]
+    /// Name of the Lease: KubeRay's, so that KubeRay's operator and this one, in the same namespace, never
+    /// lead at once (client-go's Lease semantics on both sides).
+    #[arg(long, default_value = leadership::KUBERAY_LEASE_NAME)]
     leader_election_id: String,
     /// How long a standby waits after the Lease's last change before taking it over.
     #[arg(long, default_value = "15s", value_parser = parse_duration)]

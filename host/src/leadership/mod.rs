@@ -29,3 +29,7 @@ pub use self::{
     identity::{SERVICE_ACCOUNT_NAMESPACE_FILE, namespace_from_file, unique_identity},
 };
 pub(crate) use self::{elector::Elector, metrics::LeaderMetrics};
+
+/// The Lease KubeRay's operator elects its leader on (its `LeaderElectionID`), the default here too: in one
+/// namespace KubeRay's operator and this one exclude each other, so a switch never has both reconciling.
+pub const KUBERAY_LEASE_NAME: &str = "ray-operator-leader";

@@ -21,6 +21,7 @@ mod finalizer;
 mod grandchild;
 mod identity;
 mod isolated;
+mod kuberay_lease;
 mod kuberay_samples;
 mod leadership;
 mod limits;

@@ -20,7 +20,7 @@ use crate::{
 };
 
 /// The operator's default Lease name (`--leader-election-id`).
-const LEASE: &str = "kuberay-wasm-leader";
+const LEASE: &str = "ray-operator-leader";
 
 /// The Lease's holder, and the Pod whose name it starts with (the operator's identity is its Pod name and a
 /// suffix).
