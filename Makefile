@@ -218,7 +218,7 @@ demo-incluster: cluster plugins operator deploy-tools
 
 ## Checks and tests ---------------------------------------------------------------------------------------
 
-.PHONY: fmt-check lint test
+.PHONY: fmt-check lint test test-fast
 fmt-check:
 	$(CARGO) fmt --all -- --check
 
@@ -235,3 +235,11 @@ test: tools fmt-check lint python-plugin-check python-plugin
 	$(CARGO) build --workspace --all-targets
 	$(CARGO) test --workspace
 	$(TESTENV) leftovers --wait 60
+
+# What needs no cluster, no root and no Ray: formatting, clippy, every crate's unit tests, the plugins' tests on
+# the SDK's in-memory FakeHost, the CRDs against their generator and KubeRay's samples, the Python plugin's unit
+# tests. A subset of `make test` for the edit loop, not a replacement for it.
+test-fast: kuberay-hash componentize-py fmt-check lint python-plugin-check
+	$(CARGO) test --workspace --lib --bins
+	$(CARGO) test -p kuberay-plugin-raycluster -p kuberay-plugin-rayjob -p kuberay-plugin-rayservice -p kuberay-plugin-raycronjob --tests
+	$(CARGO) test -p kuberay-crds --test generated --test fixtures

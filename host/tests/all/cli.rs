@@ -143,7 +143,10 @@ fn kuberays_flags_in_its_charts_forms_are_taken() {
         "--watch-namespace=",
         "--qps=50",
         "--burst=100",
-        "--feature-gates=RayClusterStatusConditions=true,RayCronJob=true",
+        // KubeRay v1.7 chart's default gates, as it renders them.
+        "--feature-gates=RayClusterStatusConditions=true,RayJobDeletionPolicy=true,RayMultiHostIndexing=true,\
+         RayServiceIncrementalUpgrade=true,RayCronJob=false,RayClusterMTLS=false,RayClusterNetworkPolicy=false,\
+         RayClusterHistoryServer=false",
         "--enable-metrics=true",
         "--forced-cluster-upgrade=false",
         "--log-stdout-encoder=console",
@@ -157,6 +160,10 @@ fn kuberays_flags_in_its_charts_forms_are_taken() {
     );
     assert!(stderr.contains(&format!("0.0.0.0{metrics}")), "{stderr}");
     assert!(stderr.contains("--enable-metrics"), "{stderr}");
+    assert!(
+        stderr.contains("not served: their feature gate is off"),
+        "{stderr}"
+    );
     assert!(stderr.contains("kubeconfig"), "{stderr}");
 }
 

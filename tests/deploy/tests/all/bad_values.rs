@@ -18,6 +18,16 @@ const CASES: &[(&[&str], &str)] = &[
         "replicas is 2 with leaderElection.enabled false",
     ),
     (&["--set", "concurrency=0"], "at '/concurrency': minimum"),
+    // KubeRay's name for watchNamespaces: refused, not ignored into a cluster-wide install.
+    (
+        &["--set", "watchNamespace={team-a}"],
+        "additional properties 'watchNamespace' not allowed",
+    ),
+    (
+        &["--set", "featureGates[0].name=RayCronJob"],
+        "missing property 'enabled'",
+    ),
+    (&["--set", "kubeClient.qps=fast"], "at '/kubeClient/qps': '"),
     (
         &["--set", "plugins.volume=my-pvc"],
         "at '/plugins/volume': got string, want object",

@@ -92,6 +92,50 @@ fn the_defaults_render_two_leader_elected_replicas_with_direct_routing_in_every_
     assert!(kinds(&objects, "ConfigMap").is_empty());
 }
 
+/// KubeRay's chart values for the flags both operators have render those flags, as KubeRay's chart does; KubeRay's
+/// default feature gates are ones the operator starts with (the CLI tests check that they start it).
+#[test]
+fn kuberays_values_render_kuberays_flags() {
+    let tools = tools();
+    let objects = tools
+        .template(
+            "ops",
+            &[
+                "--set",
+                "reconcileConcurrency=2",
+                "--set",
+                "kubeClient.qps=50.5",
+                "--set",
+                "kubeClient.burst=80",
+                "--set",
+                "featureGates[0].name=RayClusterStatusConditions",
+                "--set",
+                "featureGates[0].enabled=true",
+                "--set",
+                "featureGates[1].name=RayCronJob",
+                "--set",
+                "featureGates[1].enabled=false",
+            ],
+        )
+        .unwrap();
+    let args = container_args(one(&objects, "Deployment").unwrap());
+    for flag in [
+        "--reconcile-concurrency=2",
+        "--qps=50.5",
+        "--burst=80",
+        "--feature-gates=RayClusterStatusConditions=true,RayCronJob=false",
+    ] {
+        assert!(args.contains(&flag.into()), "{flag} not in {args:?}");
+    }
+    let defaults = container_args(one(&tools.template("ops", &[]).unwrap(), "Deployment").unwrap());
+    assert!(
+        !defaults.iter().any(|a| a.starts_with("--qps")
+            || a.starts_with("--feature-gates")
+            || a.starts_with("--reconcile")),
+        "{defaults:?}"
+    );
+}
+
 #[test]
 fn proxy_routing_adds_the_flag_and_the_proxy_rules_and_nothing_else() {
     let tools = tools();
