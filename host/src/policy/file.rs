@@ -635,14 +635,13 @@ impl Policy {
     }
 
     /// This policy without the entries named `names` (`--disable-plugins`); an unknown name is an error.
-    pub fn without(mut self, names: &[String]) -> Result<Self, PolicyError> {
+    pub fn without(self, names: &[String]) -> Result<Self, PolicyError> {
         if let Some(unknown) = names.iter().find(|n| self.entry_named(n).is_none()) {
             return Err(PolicyError::Invalid(format!(
                 "the policy has no plugin named {unknown:?}"
             )));
         }
-        self.entries.retain(|e| !names.contains(&e.name));
-        Ok(self)
+        Ok(self.without_any(names))
     }
 
     /// This policy without the entries named `names` that it has (a plugin a feature gate turns off).

@@ -7,12 +7,14 @@ use std::{path::PathBuf, process::Stdio, time::Duration};
 
 use k8s_openapi::api::{coordination::v1::Lease, core::v1::Pod};
 use kube::Api;
-use kuberay_testenv::{TestNamespace, fixtures::small_cluster, workloads::real_ray::http_get};
-use serde_json::json;
+use kuberay_testenv::{TestNamespace, workloads::real_ray::http_get};
 
-use crate::support::{
-    apply, env, eventually, namespace, plugins_dir_with, pods, rayclusters, scratch_dir, shared_cache_dir,
-    test_policy_file,
+use crate::{
+    leadership::{create_cluster, holder_of},
+    support::{
+        env, eventually, free_addr, namespace, plugins_dir_with, pods, scratch_dir, shared_cache_dir,
+        test_policy_file,
+    },
 };
 
 const LEASE: &str = "ray-operator-leader";
@@ -28,8 +30,7 @@ fn kuberay_binary() -> PathBuf {
 }
 
 fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
-    listener.local_addr().expect("its address").port()
+    free_addr().port()
 }
 
 /// KubeRay's operator with leader election in `ns`, its log in `log`.
@@ -84,16 +85,6 @@ fn start_ours(kubeconfig: &std::path::Path, ns: &str, metrics_port: u16) -> toki
         .expect("starting our operator")
 }
 
-async fn holder(leases: &Api<Lease>) -> Option<String> {
-    leases
-        .get(LEASE)
-        .await
-        .ok()?
-        .spec?
-        .holder_identity
-        .filter(|h| !h.is_empty())
-}
-
 /// A metric of ours (`name` followed by a space: no labels), once the endpoint answers.
 async fn our_metric(port: u16, name: &str) -> Option<f64> {
     let text = http_get(
@@ -103,15 +94,6 @@ async fn our_metric(port: u16, name: &str) -> Option<f64> {
     .await?;
     text.lines()
         .find_map(|l| l.strip_prefix(&format!("{name} "))?.trim().parse().ok())
-}
-
-async fn create_cluster(client: &kube::Client, ns: &TestNamespace, name: &str) {
-    let object = json!({
-        "apiVersion": "ray.io/v1", "kind": "RayCluster",
-        "metadata": {"name": name, "namespace": ns.name()},
-        "spec": small_cluster(),
-    });
-    apply(&rayclusters(client, ns), &object).await;
 }
 
 /// The field managers of the head Pod of `cluster`, once it exists.
@@ -149,7 +131,7 @@ async fn kuberays_operator_and_ours_never_lead_at_once_on_kuberays_lease() {
     let kuberays = eventually(
         "KubeRay's operator to hold the Lease",
         Duration::from_secs(60),
-        || holder(&leases),
+        || holder_of(&leases, LEASE),
     )
     .await;
     let port = free_port();
@@ -166,7 +148,7 @@ async fn kuberays_operator_and_ours_never_lead_at_once_on_kuberays_lease() {
     let managers = head_managers(&client, &ns, "under-kuberay").await;
     assert!(!ours(&managers), "ours wrote while KubeRay led: {managers:?}");
     assert_eq!(
-        holder(&leases).await.as_deref(),
+        holder_of(&leases, LEASE).await.as_deref(),
         Some(kuberays.as_str()),
         "{}",
         read_log()
@@ -181,7 +163,7 @@ async fn kuberays_operator_and_ours_never_lead_at_once_on_kuberays_lease() {
             .filter(|l| *l == 1.0)
     })
     .await;
-    let now = holder(&leases).await;
+    let now = holder_of(&leases, LEASE).await;
     assert!(
         now.is_some() && now.as_deref() != Some(kuberays.as_str()),
         "{now:?}"

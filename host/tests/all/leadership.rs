@@ -57,7 +57,8 @@ fn writes(operator: &Operator) -> f64 {
     operator.metric("kuberay_wasm_api_writes_total", &["result=\"written\""])
 }
 
-async fn create_cluster(client: &kube::Client, ns: &TestNamespace, name: &str) {
+/// A small RayCluster `name` in `ns`.
+pub(crate) async fn create_cluster(client: &kube::Client, ns: &TestNamespace, name: &str) {
     apply(
         &rayclusters(client, ns),
         &json!({
@@ -78,8 +79,13 @@ async fn head_created(client: &kube::Client, ns: &TestNamespace, name: &str, wit
 }
 
 async fn holder(leases: &Api<Lease>) -> Option<String> {
+    holder_of(leases, "kuberay-wasm-leader").await
+}
+
+/// The holder of the Lease `name`, if it has one.
+pub(crate) async fn holder_of(leases: &Api<Lease>, name: &str) -> Option<String> {
     leases
-        .get("kuberay-wasm-leader")
+        .get(name)
         .await
         .ok()?
         .spec?

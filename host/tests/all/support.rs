@@ -263,7 +263,8 @@ pub fn install_plugin_as(dir: &Path, plugin: &str, file: &str) -> PathBuf {
     target
 }
 
-fn free_addr() -> std::net::SocketAddr {
+/// A loopback address with a port nobody listens on now.
+pub fn free_addr() -> std::net::SocketAddr {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binding a free port");
     listener.local_addr().expect("local address")
 }
