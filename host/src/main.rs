@@ -304,8 +304,8 @@ struct OperatorArgs {
 /// is missing refuse to start with the reason (`kuberay_flags::UnsupportedFlags`).
 #[derive(clap::Args)]
 struct KubeRayArgs {
-    /// KubeRay's switch for its `kuberay_*` metric families; /metrics is always served here (with this
-    /// operator's metrics), so it only logs what is exported.
+    /// KubeRay's switch for its `kuberay_*` metric families, which this operator always exports (with
+    /// controller-runtime's, client-go's and its own), so it is accepted without effect.
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true",
           action = clap::ArgAction::Set, default_value_t = false, value_parser = parse_go_bool)]
     enable_metrics: bool,
@@ -363,8 +363,7 @@ impl KubeRayArgs {
         }
         if self.enable_metrics {
             tracing::info!(
-                "--enable-metrics: /metrics serves this operator's kuberay_wasm_* metrics; KubeRay's kuberay_* \
-                 families are not exported yet"
+                "--enable-metrics: KubeRay's kuberay_* metric families are always exported here, flag or not"
             );
         }
         Ok(())

@@ -4,7 +4,9 @@
 //! bound how many run across all kinds (`--concurrency`), each plugin getting at most its fair share.
 
 mod backoff;
+mod kuberay_metrics;
 mod permits;
+mod queue;
 mod reconcile;
 mod report;
 mod triggers;
@@ -12,12 +14,19 @@ mod triggers;
 use std::sync::Arc;
 
 use futures::StreamExt;
-use kube::runtime::{Controller, controller};
+use kube::{
+    api::ApiResource,
+    runtime::{
+        Controller, controller,
+        reflector::{ObjectRef, Store},
+    },
+};
 use kuberay_plugin_sdk::{HostError, Kind};
 
+use self::queue::Queue;
 pub(crate) use self::{backoff::Failures, permits::Permits};
 use crate::{
-    kubernetes::{KubeBridge, wait_synced},
+    kubernetes::{KubeBridge, compact::CachedObject, wait_synced},
     metrics::Metrics,
     raybridge::RayBridge,
     sandbox::{PluginSlot, Sandbox},
@@ -25,7 +34,7 @@ use crate::{
 
 /// How each kind's reconcile queue runs.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Queue {
+pub(crate) struct QueueConfig {
     /// Reconciles of one kind and scope at once (the permits bound them across kinds).
     pub concurrency: u16,
     /// Trailing-edge debounce of a queued reconcile: the Pod events of a cluster coming up (created,
@@ -49,6 +58,18 @@ pub(crate) struct Shared {
 pub(crate) struct KindContext {
     pub kind: Kind,
     pub shared: Arc<Shared>,
+    /// Its reconcile requests, as the work-queue metrics count them.
+    pub(crate) queue: Arc<Queue>,
+}
+
+/// How often requests of objects that went away are dropped from the work-queue metrics' count.
+const QUEUE_PRUNE: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// Whether `store` has the object `namespace/name`.
+fn cached(store: &Store<CachedObject>, resource: &ApiResource, namespace: &str, name: &str) -> bool {
+    store
+        .get(&ObjectRef::new_with(name, resource.clone()).within(namespace))
+        .is_some()
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -61,7 +82,7 @@ pub(crate) enum ControllerError {
 pub(crate) async fn run(
     kind: Kind,
     shared: Arc<Shared>,
-    queue: Queue,
+    queue_config: QueueConfig,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
     registered: &mut Option<tokio::sync::oneshot::Sender<()>>,
 ) -> Result<(), ControllerError> {
@@ -112,9 +133,16 @@ pub(crate) async fn run(
     if let Some(registered) = registered.take() {
         let _ = registered.send(());
     }
+    let queue = Arc::new(Queue::new(
+        shared
+            .metrics
+            .controllers
+            .started(&kind.kind, queue_config.concurrency),
+    ));
     let context = Arc::new(KindContext {
         kind: kind.clone(),
         shared: shared.clone(),
+        queue: queue.clone(),
     });
     // One shutdown signal fans out to every scope's controller.
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -122,6 +150,7 @@ pub(crate) async fn run(
         shutdown.await;
         let _ = stop_tx.send(true);
     });
+    let mut stores = Vec::new();
     let mut runs = Vec::new();
     for scope in shared.bridge.caches.scope().scopes() {
         let Some(store) = shared.bridge.caches.scope_store(&kind, &scope) else {
@@ -135,17 +164,53 @@ pub(crate) async fn run(
             }
         }
         wait_synced(&store).await;
-        let primary = triggers::primary_changes(shared.bridge.caches.subscribe(&kind, &scope), store.clone());
-        let mut controller = Controller::for_stream_with(primary, store, resolved.resource.clone());
+        let resource = resolved.resource.clone();
+        if kuberay_metrics::has_durations(&kind.group, &kind.kind) {
+            let follow = kuberay_metrics::follow(
+                kind.kind.clone(),
+                shared.bridge.caches.subscribe(&kind, &scope),
+                store.clone(),
+                resource.clone(),
+                shared.metrics.kuberay.clone(),
+            );
+            tokio::spawn(until_stopped(follow, stop_rx.clone()));
+        }
+        stores.push(store.clone());
+        let primary = triggers::primary_changes(shared.bridge.caches.subscribe(&kind, &scope), store.clone())
+            .inspect({
+                let (queue, store, resource) = (queue.clone(), store.clone(), resource.clone());
+                move |change| {
+                    if let Ok(object) = change {
+                        let (namespace, name) = triggers::name_of(object);
+                        if cached(&store, &resource, namespace, name) {
+                            queue.added(namespace, name);
+                        }
+                    }
+                }
+            });
+        let mut controller = Controller::for_stream_with(primary, store.clone(), resource.clone());
         for (child, child_resolved) in &owned {
-            let changes = triggers::all_changes(shared.bridge.caches.subscribe(child, &scope));
+            let changes = triggers::all_changes(shared.bridge.caches.subscribe(child, &scope)).inspect({
+                let (queue, store, resource, kind) =
+                    (queue.clone(), store.clone(), resource.clone(), kind.clone());
+                move |change| {
+                    if let Ok(object) = change {
+                        let namespace = triggers::name_of(object).0;
+                        for owner in triggers::owners_of(object, &kind) {
+                            if cached(&store, &resource, namespace, owner) {
+                                queue.added(namespace, owner);
+                            }
+                        }
+                    }
+                }
+            });
             controller = controller.owns_stream_with(changes, child_resolved.resource.clone());
         }
         let run = controller
             .with_config(
                 controller::Config::default()
-                    .concurrency(queue.concurrency)
-                    .debounce(queue.debounce),
+                    .concurrency(queue_config.concurrency)
+                    .debounce(queue_config.debounce),
             )
             .graceful_shutdown_on({
                 let mut stop = stop_rx.clone();
@@ -161,10 +226,34 @@ pub(crate) async fn run(
             });
         runs.push(run);
     }
+    tokio::spawn(until_stopped(
+        prune_queue(queue, stores, resolved.resource.clone()),
+        stop_rx.clone(),
+    ));
     tracing::info!(%kind, owns = ?owns.iter().map(ToString::to_string).collect::<Vec<_>>(), "controller started");
     futures::future::join_all(runs).await;
     tracing::info!(%kind, "controller stopped");
     Ok(())
+}
+
+/// Runs `task` until the controllers stop.
+async fn until_stopped(task: impl Future<Output = ()>, mut stop: tokio::sync::watch::Receiver<bool>) {
+    tokio::select! {
+        () = task => {}
+        _ = stop.wait_for(|stopped| *stopped) => {}
+    }
+}
+
+/// Drops, now and then, the queued requests of objects gone from every scope's store.
+async fn prune_queue(queue: Arc<Queue>, stores: Vec<Store<CachedObject>>, resource: ApiResource) {
+    loop {
+        tokio::time::sleep(QUEUE_PRUNE).await;
+        queue.prune(|namespace, name| {
+            stores
+                .iter()
+                .any(|store| cached(store, &resource, namespace, name))
+        });
+    }
 }
 
 /// Whether `child`, a kind the plugin of `kind` owns, is namespaced. Objects a plugin creates live in its

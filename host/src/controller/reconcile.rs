@@ -13,7 +13,7 @@ use super::{KindContext, backoff, report};
 use crate::{
     admission::Admission,
     kubernetes::{compact::CachedObject, strip_host_condition, to_json},
-    metrics::{ErrorLabels, KindLabels, ReconcileLabels},
+    metrics::{ErrorLabels, KindLabels, ReconcileLabels, ReconcileResult},
     plugin_host::{PluginHost, Primary},
     sandbox::{CallFailure, Export, PluginSlot},
 };
@@ -36,16 +36,35 @@ pub(crate) async fn reconcile(object: Arc<CachedObject>, ctx: Arc<KindContext>) 
     let namespace = object.namespace().unwrap_or_default();
     let name = object.name_any();
     let span = tracing::info_span!("reconcile", kind = %ctx.kind.kind, %namespace, %name);
-    Ok(reconcile_one(&object, &ctx, &namespace, &name)
+    ctx.queue.started(&namespace, &name);
+    let started = Instant::now();
+    let (action, result) = reconcile_one(&object, &ctx, &namespace, &name)
         .instrument(span)
-        .await)
+        .await;
+    ctx.queue.ended(started.elapsed(), result);
+    Ok(action)
 }
 
-async fn reconcile_one(object: &CachedObject, ctx: &KindContext, namespace: &str, name: &str) -> Action {
+/// Done until the object or what it owns changes.
+fn done() -> (Action, ReconcileResult) {
+    (Action::await_change(), ReconcileResult::Success)
+}
+
+/// Failed (reported): retried after `attempt`'s backoff.
+fn retry(attempt: u32) -> (Action, ReconcileResult) {
+    (Action::requeue(backoff::delay(attempt)), ReconcileResult::Error)
+}
+
+async fn reconcile_one(
+    object: &CachedObject,
+    ctx: &KindContext,
+    namespace: &str,
+    name: &str,
+) -> (Action, ReconcileResult) {
     let shared = &ctx.shared;
     let plugins = shared.sandbox.plugins().len();
     let Some(_permit) = shared.permits.acquire(&ctx.kind.to_string(), plugins).await else {
-        return Action::await_change();
+        return done();
     };
     let started = Instant::now();
     let key = format!("{}/{namespace}/{name}", ctx.kind);
@@ -63,9 +82,9 @@ async fn reconcile_one(object: &CachedObject, ctx: &KindContext, namespace: &str
                 attempt,
             )
             .await;
-            return Action::requeue(backoff::delay(attempt));
+            return retry(attempt);
         }
-        None => return Action::await_change(),
+        None => return done(),
     };
     // The policy entry's name (the plugin had to call itself that to load).
     let plugin_name = plugin.grant.entry.clone();
@@ -76,11 +95,11 @@ async fn reconcile_one(object: &CachedObject, ctx: &KindContext, namespace: &str
         Ok(None) => {
             // Gone: nothing to remember about it.
             shared.failures.reset(&key);
-            return Action::await_change();
+            return done();
         }
         Err(_) => match to_json(object) {
             Ok(value) => value,
-            Err(_) => return Action::requeue(backoff::delay(1)),
+            Err(_) => return retry(1),
         },
     };
     // The plugin sees its object without the host's own condition.
@@ -90,14 +109,14 @@ async fn reconcile_one(object: &CachedObject, ctx: &KindContext, namespace: &str
         let finalizers = current.pointer("/metadata/finalizers").and_then(Value::as_array);
         match &plugin.grant.finalizer {
             Some(f) if finalizers.is_some_and(|all| all.iter().any(|x| x == f)) => Export::Cleanup,
-            _ => return Action::await_change(),
+            _ => return done(),
         }
     } else {
         Export::Reconcile
     };
     // The kind must resolve (it is served by the API server) before a plugin works on its objects.
     if shared.bridge.discovery.resolve(&ctx.kind).await.is_err() {
-        return Action::requeue(backoff::delay(1));
+        return retry(1);
     }
     let primary = Primary {
         kind: ctx.kind.clone(),
@@ -145,8 +164,9 @@ async fn reconcile_one(object: &CachedObject, ctx: &KindContext, namespace: &str
             shared.failures.reset(&key);
             report::recovered(shared, &ctx.kind, &plugin_name, &current).await;
             tracing::debug!(plugin = %plugin_name, export = export.name(), ?requeue, "reconciled");
-            requeue.map_or_else(Action::await_change, |after| {
-                Action::requeue(after.clamp(MIN_REQUEUE, MAX_REQUEUE))
+            requeue.map_or_else(done, |after| {
+                let after = after.clamp(MIN_REQUEUE, MAX_REQUEUE);
+                (Action::requeue(after), ReconcileResult::RequeueAfter)
             })
         }
         Err(failure) => {
@@ -172,8 +192,8 @@ async fn reconcile_one(object: &CachedObject, ctx: &KindContext, namespace: &str
             .await;
             match failure {
                 // Retrying cannot help until the object changes.
-                CallFailure::InvalidObject(_) => Action::await_change(),
-                _ => Action::requeue(backoff::delay(attempt)),
+                CallFailure::InvalidObject(_) => (Action::await_change(), ReconcileResult::Error),
+                _ => retry(attempt),
             }
         }
     }

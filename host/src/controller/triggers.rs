@@ -15,6 +15,8 @@ use kube::{
 };
 use tokio::sync::mpsc::UnboundedReceiver;
 
+use kuberay_plugin_sdk::Kind;
+
 use crate::kubernetes::compact::CachedObject;
 
 type Changes = Result<CachedObject, watcher::Error>;
@@ -35,6 +37,27 @@ fn trigger(object: &CachedObject) -> CachedObject {
         owner_references: meta.owner_references.clone(),
         ..ObjectMeta::default()
     })
+}
+
+/// The namespace and name of a changed object.
+pub(crate) fn name_of(object: &CachedObject) -> (&str, &str) {
+    let meta = &object.metadata;
+    (
+        meta.namespace.as_deref().unwrap_or_default(),
+        meta.name.as_deref().unwrap_or_default(),
+    )
+}
+
+/// The names of an object's owners of `kind` (whose reconciles its change queues).
+pub(crate) fn owners_of<'a>(object: &'a CachedObject, kind: &'a Kind) -> impl Iterator<Item = &'a str> {
+    let api_version = kind.api_version();
+    object
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .filter(move |owner| owner.kind == kind.kind && owner.api_version == api_version)
+        .map(|owner| owner.name.as_str())
 }
 
 pub(crate) fn all_changes(rx: UnboundedReceiver<Arc<CachedObject>>) -> impl Stream<Item = Changes> + Send {

@@ -169,6 +169,21 @@ impl Caches {
             .map(|e| e.store.clone())
     }
 
+    /// Calls `each` with every cached object of `kind`, in every scope.
+    pub(crate) fn for_each(&self, kind: &Kind, each: &mut dyn FnMut(&CachedObject)) {
+        let stores: Vec<Store<CachedObject>> = self
+            .lock()
+            .iter()
+            .filter(|((watched, _), _)| watched == kind)
+            .map(|(_, entry)| entry.store.clone())
+            .collect();
+        for store in stores {
+            for object in store.state() {
+                each(&object);
+            }
+        }
+    }
+
     /// A stream of every object of `kind` in `scope`: first those already cached, then every one that
     /// changes or goes away. (An object may come twice around the moment of subscribing; consumers are
     /// idempotent.)

@@ -29,6 +29,8 @@ use serde::{
 };
 use serde_json::{Value, value::RawValue};
 
+use crate::metrics::ObjectView;
+
 /// An object of any kind with `metadata` typed and every other top-level field kept as JSON text.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct CachedObject {
@@ -53,8 +55,23 @@ impl CachedObject {
         serde_json::to_value(self)
     }
 
+    /// The object as the metrics read it (`status` left as text).
+    pub(crate) fn view(&self) -> ObjectView<'_> {
+        let meta = &self.metadata;
+        ObjectView {
+            name: meta.name.as_deref().unwrap_or_default(),
+            namespace: meta.namespace.as_deref().unwrap_or_default(),
+            uid: meta.uid.as_deref().unwrap_or_default(),
+            labels: meta.labels.as_ref(),
+            created: meta
+                .creation_timestamp
+                .as_ref()
+                .map(|t| t.0.as_millisecond() as f64 / 1000.0),
+            status: self.field("status"),
+        }
+    }
+
     /// The JSON text of one top-level field other than `apiVersion`, `kind` and `metadata`.
-    #[cfg(test)]
     pub(crate) fn field(&self, name: &str) -> Option<&str> {
         self.fields
             .iter()

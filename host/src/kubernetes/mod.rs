@@ -34,7 +34,11 @@ use self::{
     overlay::{Key, Overlay},
     unchanged::LastApplied,
 };
-use crate::{leadership::Fence, metrics::Metrics, sandbox::host_api::HostResult};
+use crate::{
+    leadership::Fence,
+    metrics::{CustomResources, Metrics, ObjectView},
+    sandbox::host_api::HostResult,
+};
 
 /// Field manager of the host's own writes (the failure condition on an object's status).
 pub(crate) const HOST_FIELD_MANAGER: &str = "kuberay-wasm";
@@ -56,6 +60,13 @@ pub(crate) fn strip_host_condition(object: &mut Value) {
 /// Field manager of a plugin's writes.
 pub(crate) fn field_manager(plugin: &str) -> String {
     format!("kuberay-wasm/{plugin}")
+}
+
+/// KubeRay's listed metric families read the controllers' caches.
+impl CustomResources for KubeBridge {
+    fn each(&self, kind: &Kind, each: &mut dyn FnMut(ObjectView<'_>)) {
+        self.caches.for_each(kind, &mut |object| each(object.view()));
+    }
 }
 
 /// Shared by every reconcile.

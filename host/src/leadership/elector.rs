@@ -46,6 +46,7 @@ impl Elector {
             &config.identity,
             config.lease_duration,
         );
+        let metrics = metrics.for_lease(&config.lease_name);
         metrics.set_leading(false);
         Self {
             config,

@@ -70,9 +70,16 @@ async fn kube_config(config: &OperatorConfig) -> Result<kube::Config, OperatorEr
     Ok(kube_config)
 }
 
-/// A client of `config`, its requests rate-limited by `rate_limit` (shared by every client given it).
-fn api_client(config: kube::Config, rate_limit: Option<&RateLimitLayer>) -> Result<Client, OperatorError> {
-    let builder = ClientBuilder::try_from(config).map_err(|e| OperatorError::Client(e.to_string()))?;
+/// A client of `config`, its requests counted and timed into `metrics` and rate-limited by `rate_limit`
+/// (shared by every client given it; the time a request waits for the limit is not its latency).
+fn api_client(
+    config: kube::Config,
+    metrics: &Metrics,
+    rate_limit: Option<&RateLimitLayer>,
+) -> Result<Client, OperatorError> {
+    let builder = ClientBuilder::try_from(config)
+        .map_err(|e| OperatorError::Client(e.to_string()))?
+        .with_layer(&metrics.rest_client.layer());
     Ok(match rate_limit {
         Some(layer) => builder.with_layer(layer).build(),
         None => builder.build(),
@@ -152,13 +159,13 @@ async fn operate(
 ) -> Result<(), OperatorError> {
     let kube_config = kube_config(&config).await?;
     let rate_limit = config.api_rate_limit.and_then(RateLimitLayer::new);
-    let client = api_client(kube_config.clone(), rate_limit.as_ref())?;
+    let client = api_client(kube_config.clone(), &metrics, rate_limit.as_ref())?;
     // Requests to Ray heads through the proxy must not be retried by the client: a 503 from the proxy is
     // the answer ("no endpoints"), and retrying it would stall the reconcile for minutes.
     let ray_client = {
         let mut ray_config = kube_config;
         ray_config.default_retry = false;
-        api_client(ray_config, rate_limit.as_ref())?
+        api_client(ray_config, &metrics, rate_limit.as_ref())?
     };
     let sandbox = sandbox(&config, &metrics)?;
     let scope = if config.watch_namespaces.is_empty() {
@@ -178,7 +185,7 @@ async fn operate(
         scope,
         instance: config.instance.clone(),
         metrics: metrics.clone(),
-        queue: controller::Queue {
+        queue: controller::QueueConfig {
             concurrency: config.reconcile_concurrency.unwrap_or(config.concurrency).max(1),
             debounce: config.debounce,
         },

@@ -31,7 +31,7 @@ pub(super) struct TermContext {
     pub scope: WatchScope,
     pub instance: Option<String>,
     pub metrics: Metrics,
-    pub queue: controller::Queue,
+    pub queue: controller::QueueConfig,
     pub readiness: Arc<Readiness>,
 }
 
@@ -57,6 +57,7 @@ pub(super) async fn run(
         context.metrics.clone(),
         fence,
     );
+    context.metrics.kuberay.list_from(Some(bridge.clone()));
     let shared = Arc::new(Shared {
         sandbox: context.sandbox.clone(),
         bridge: bridge.clone(),
@@ -108,6 +109,7 @@ pub(super) async fn run(
         tracing::warn!("some tasks did not stop within {DRAIN:?}");
     }
     bridge.events.flush(Duration::from_secs(5)).await;
+    context.metrics.kuberay.list_from(None);
     bridge.caches.shutdown();
 }
 
@@ -116,7 +118,7 @@ pub(super) async fn run(
 fn start(
     kind: Kind,
     shared: &Arc<Shared>,
-    queue: controller::Queue,
+    queue: controller::QueueConfig,
     stop: &watch::Receiver<bool>,
     tasks: &mut JoinSet<()>,
 ) -> oneshot::Receiver<()> {

@@ -28,6 +28,16 @@ async fn health_readiness_and_metrics_are_served() {
         .await
         .expect("/metrics");
     assert!(metrics.contains("kuberay_wasm_plugins_loaded 1"), "{metrics}");
+    // The families a KubeRay operator exports besides its own (kuberay_samples.rs checks them all with data).
+    for series in [
+        r#"controller_runtime_max_concurrent_reconciles{controller="raycluster"}"#,
+        r#"workqueue_depth{name="raycluster",controller="raycluster"}"#,
+        r#"rest_client_requests_total{code="200",method="GET",host=""#,
+        "process_resident_memory_bytes ",
+        "process_open_fds ",
+    ] {
+        assert!(metrics.contains(series), "{series} missing in {metrics}");
+    }
     // Compiled, or loaded from the compiled-plugin cache the tests share (compile_cache.rs tells them apart).
     assert_eq!(
         operator.metric("kuberay_wasm_plugin_loads_total", &["plugin=\"raycluster\""]),

@@ -26,11 +26,75 @@ use kuberay_testenv::kuberay_samples::{
     graph::{Graph, from_golden},
     observe::{Ended, Settle, Target, observe},
 };
+use kuberay_testenv::workloads::real_ray::http_get;
 use serde_json::Value;
 
 use crate::support::{
     OperatorOptions, env, log_line, log_lines, namespace, policy_with, ray_api, start_operator_watching,
 };
+
+/// Every series KubeRay's operator dashboard (`config/grafana/KubeRay-Operator.json` in KubeRay's repository:
+/// its panels and the variables that list controllers) and its alerts read, plus the rest of the families a
+/// KubeRay operator exports (names as facts): each must have at least one sample after the samples ran.
+const KUBERAY_METRICS: [&str; 24] = [
+    // The dashboard's panels and variables.
+    "controller_runtime_active_workers",
+    "controller_runtime_reconcile_total",
+    "controller_runtime_reconcile_time_seconds_bucket",
+    "workqueue_depth",
+    "kuberay_cluster_info",
+    "kuberay_cluster_provisioned_duration_seconds",
+    "kuberay_cluster_condition_provisioned",
+    "kuberay_service_info",
+    "kuberay_service_condition_ready",
+    "kuberay_service_condition_upgrade_in_progress",
+    "kuberay_job_info",
+    "kuberay_job_execution_duration_seconds",
+    "kuberay_job_deployment_status",
+    // The rest of controller-runtime's, the work queue's, client-go's and the process's.
+    "controller_runtime_reconcile_errors_total",
+    "controller_runtime_max_concurrent_reconciles",
+    "workqueue_adds_total",
+    "workqueue_queue_duration_seconds_bucket",
+    "workqueue_work_duration_seconds_bucket",
+    "workqueue_retries_total",
+    "rest_client_requests_total",
+    "rest_client_request_duration_seconds_bucket",
+    "process_cpu_seconds_total",
+    "process_resident_memory_bytes",
+    "process_open_fds",
+];
+
+/// What of [`KUBERAY_METRICS`] has no sample in `exported`, and the controllers KubeRay has (named as
+/// controller-runtime names them) that reconciled nothing.
+fn missing_kuberay_metrics(exported: &str) -> Vec<String> {
+    let samples: Vec<(&str, &str)> = exported
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let name_end = l.find(['{', ' '])?;
+            Some((&l[..name_end], l))
+        })
+        .collect();
+    let mut missing: Vec<String> = KUBERAY_METRICS
+        .iter()
+        .filter(|name| !samples.iter().any(|(n, _)| n == *name))
+        .map(|name| name.to_string())
+        .collect();
+    for controller in ["raycluster", "rayjob", "rayservice"] {
+        let reconciled = samples.iter().any(|(name, line)| {
+            *name == "controller_runtime_reconcile_total"
+                && line.contains(&format!("controller=\"{controller}\""))
+                && !line.ends_with(" 0")
+        });
+        if !reconciled {
+            missing.push(format!(
+                "controller_runtime_reconcile_total{{controller=\"{controller}\"}} > 0"
+            ));
+        }
+    }
+    missing
+}
 
 /// A difference from KubeRay that is deliberate, with the reason. A mismatch is covered when every given
 /// part matches (`"*"` matches any sample, section, kind or name; `field` matches the mismatch's field or a
@@ -358,6 +422,18 @@ async fn kuberay_samples_make_what_kuberay_makes() {
     } else {
         Vec::new()
     };
+    // KubeRay's metric families, as its dashboards and alerts read them (only judged when every sample ran).
+    let exported = http_get(
+        &format!("http://{}/metrics", operator.metrics_addr),
+        Duration::from_secs(5),
+    )
+    .await
+    .unwrap_or_default();
+    let missing_metrics = if filter.is_empty() {
+        missing_kuberay_metrics(&exported)
+    } else {
+        Vec::new()
+    };
     let first_refusal = log_line(&["refused plugin="]);
     operator.stop().await;
     let mut summary = String::new();
@@ -374,6 +450,13 @@ async fn kuberay_samples_make_what_kuberay_makes() {
             "\n{refused} refused calls:\n  {}\n  first refusal logged: {}",
             refusal_lines.join("\n  "),
             first_refusal.unwrap_or_default()
+        );
+    }
+    if !missing_metrics.is_empty() {
+        let _ = writeln!(
+            summary,
+            "\nKubeRay's metrics missing from /metrics (or without data):\n  {}",
+            missing_metrics.join("\n  ")
         );
     }
     if !stale.is_empty() {

@@ -105,6 +105,9 @@ async fn one_replica_reconciles_and_the_standby_takes_over_when_it_shuts_down() 
     until_ready_as(&second, "ok: standby", Duration::from_secs(60)).await;
     assert_eq!(first.metric("kuberay_wasm_leader ", &[]), 1.0);
     assert_eq!(second.metric("kuberay_wasm_leader ", &[]), 0.0);
+    // client-go's gauge, by the Lease's name, as KubeRay's operator exports it.
+    assert_eq!(first.metric("leader_election_master_status{", &["name=\""]), 1.0);
+    assert_eq!(second.metric("leader_election_master_status{", &["name=\""]), 0.0);
 
     create_cluster(&client, &ns, "first-term").await;
     head_created(&client, &ns, "first-term", Duration::from_secs(60)).await;

@@ -1,6 +1,18 @@
-//! Prometheus metrics of the operator, served on `/metrics`.
+//! Prometheus metrics of the operator, served on `/metrics`: this operator's own (`kuberay_wasm_*`, below)
+//! and, under their own names, the families a KubeRay operator exports (`kuberay`: KubeRay's `kuberay_*`;
+//! `controllers`: controller-runtime's and the work queue's; `rest_client`: client-go's requests;
+//! `process`: the process), so that dashboards and alerts made for KubeRay keep working.
+
+mod controllers;
+mod kuberay;
+mod process;
+mod rest_client;
 
 use std::sync::Arc;
+
+pub(crate) use controllers::{ControllerHandle, ReconcileResult};
+pub(crate) use kuberay::{CustomResources, KubeRayMetrics, ObjectView, Seen};
+pub use rest_client::RestClientMetrics;
 
 use crate::leadership::LeaderMetrics;
 use prometheus_client::{
@@ -120,6 +132,12 @@ pub struct Metrics {
     pub(crate) events_dropped: Family<DroppedEventLabels, Counter>,
     /// The leader election's metrics (registered by it).
     pub(crate) leadership: LeaderMetrics,
+    /// KubeRay's `kuberay_*` families.
+    pub(crate) kuberay: KubeRayMetrics,
+    /// controller-runtime's and the work queue's families.
+    pub(crate) controllers: controllers::ControllerMetrics,
+    /// client-go's request families (recorded by the API clients' layer).
+    pub(crate) rest_client: RestClientMetrics,
 }
 
 impl Default for Metrics {
@@ -131,7 +149,17 @@ impl Default for Metrics {
 impl Metrics {
     /// A fresh registry with every metric of the operator.
     pub fn new() -> Self {
-        let mut registry = Registry::with_prefix("kuberay_wasm");
+        let mut root = Registry::default();
+        let kuberay = KubeRayMetrics::default();
+        kuberay.register(&mut root);
+        let controllers = controllers::ControllerMetrics::default();
+        controllers.register(&mut root);
+        let rest_client = RestClientMetrics::default();
+        rest_client.register(&mut root);
+        root.register_collector(Box::new(process::ProcessCollector));
+        let leadership = LeaderMetrics::default();
+        leadership.register_client_go(&mut root);
+        let registry = root.sub_registry_with_prefix("kuberay_wasm");
         let reconciles = Family::<ReconcileLabels, Counter>::default();
         let reconcile_errors = Family::<ErrorLabels, Counter>::default();
         let reconcile_duration =
@@ -218,10 +246,9 @@ impl Metrics {
             "Plugin events dropped, by plugin and reason (rate-limited: over its budget across reconciles; queue-full)",
             events_dropped.clone(),
         );
-        let leadership = LeaderMetrics::default();
-        leadership.register(&mut registry);
+        leadership.register(registry);
         Self {
-            registry: Arc::new(registry),
+            registry: Arc::new(root),
             reconciles,
             reconcile_errors,
             reconcile_duration,
@@ -237,6 +264,9 @@ impl Metrics {
             log_lines_dropped,
             events_dropped,
             leadership,
+            kuberay,
+            controllers,
+            rest_client,
         }
     }
 
