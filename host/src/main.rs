@@ -8,6 +8,7 @@ use kuberay_rayhead::{RoutingOptions, parse_duration, parse_go_bool};
 use kuberay_wasm::{
     ApiRateLimit, DEFAULT_COMPILE_MEMORY_MIB, DEFAULT_COMPILE_TIMEOUT, OperatorConfig,
     authoring::{self, run::RunOptions},
+    kuberay_env::KubeRayEnv,
     kuberay_flags::{FeatureGates, UnsupportedFlags, parse_bind_address},
     leadership::{self, LeaderElection},
     metrics::Metrics,
@@ -558,6 +559,14 @@ fn own_executable() -> PathBuf {
 async fn operator(args: OperatorArgs) -> anyhow::Result<()> {
     args.kuberay.check()?;
     let gates = FeatureGates::parse(&args.feature_gates)?;
+    let kuberay_env = KubeRayEnv::from_process()?;
+    for (toggle, value) in kuberay_env.set() {
+        tracing::info!(toggle, value, "KubeRay's environment toggle set");
+    }
+    tracing::info!(
+        cluster_domain = %args.routing.cluster_domain,
+        "the cluster's DNS domain (--cluster-domain, or KubeRay's CLUSTER_DOMAIN)"
+    );
     let mut config = OperatorConfig::new(args.plugins)
         // KubeRay's "" (all namespaces) is an empty list here.
         .with_watch_namespaces(
@@ -589,6 +598,7 @@ async fn operator(args: OperatorArgs) -> anyhow::Result<()> {
     config.reconcile_concurrency = args.reconcile_concurrency;
     config.api_rate_limit = api_rate_limit(args.qps, args.burst);
     config.feature_gates = gates;
+    config.kuberay_env = kuberay_env;
     config.resources = args.resources.options()?;
     config.kubeconfig = args.kubeconfig;
     config.routing = args.routing;
@@ -760,6 +770,7 @@ async fn inspect(plugin: PathBuf, policy: Option<PathBuf>) -> anyhow::Result<()>
             }),
             base_config: kuberay_wasm::sandbox::base_config(
                 kuberay_rayhead::DEFAULT_CLUSTER_DOMAIN,
+                &Default::default(),
                 &Default::default(),
             ),
         },

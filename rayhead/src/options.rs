@@ -20,8 +20,12 @@ pub struct RoutingOptions {
             action = clap::ArgAction::Set, default_value_t = false, value_parser = parse_go_bool)
     )]
     pub use_kubernetes_proxy: bool,
-    /// The cluster's DNS domain, used in head Service names when reaching Ray heads directly.
-    #[cfg_attr(feature = "clap", arg(long, default_value = DEFAULT_CLUSTER_DOMAIN))]
+    /// The cluster's DNS domain, used in head Service names when reaching Ray heads directly (KubeRay's
+    /// `CLUSTER_DOMAIN`; empty means the default, as for KubeRay).
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, env = "CLUSTER_DOMAIN", default_value = DEFAULT_CLUSTER_DOMAIN, value_parser = parse_cluster_domain)
+    )]
     pub cluster_domain: String,
     /// Timeout of one request to a Ray head (default: 2s direct, 10s through the API server).
     #[cfg_attr(feature = "clap", arg(long, value_parser = parse_duration))]
@@ -54,6 +58,15 @@ impl RoutingOptions {
     pub fn heads(&self) -> RayHeads {
         RayHeads::new(self.mode(), self.ray_request_timeout)
     }
+}
+
+/// A cluster domain: empty is the default (`cluster.local`), as KubeRay reads `CLUSTER_DOMAIN`.
+pub fn parse_cluster_domain(value: &str) -> Result<String, std::convert::Infallible> {
+    Ok(if value.is_empty() {
+        DEFAULT_CLUSTER_DOMAIN.to_string()
+    } else {
+        value.to_string()
+    })
 }
 
 /// A boolean flag value as Go's `strconv.ParseBool` reads it (`--use-kubernetes-proxy=true`, as KubeRay's

@@ -6,8 +6,8 @@ use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 use kuberay_rayhead::RoutingOptions;
 
 use crate::{
-    ApiRateLimit, kuberay_flags::FeatureGates, leadership::LeaderElection, policy::Policy,
-    reconcileplugin::ResourceOptions, sandbox::CallBudget,
+    ApiRateLimit, kuberay_env::KubeRayEnv, kuberay_flags::FeatureGates, leadership::LeaderElection,
+    policy::Policy, reconcileplugin::ResourceOptions, sandbox::CallBudget,
 };
 
 /// `--plugin-compile-timeout`'s default.
@@ -31,6 +31,8 @@ pub struct OperatorConfig {
     pub api_rate_limit: Option<ApiRateLimit>,
     /// KubeRay's feature gates (`--feature-gates`), handed to every plugin in its configuration.
     pub feature_gates: FeatureGates,
+    /// KubeRay's environment toggles, handed to the plugins.
+    pub kuberay_env: KubeRayEnv,
     /// How long a queued reconcile waits for more changes of the same object before it runs (trailing
     /// edge: every change within the window restarts it).
     pub debounce: Duration,
@@ -81,6 +83,7 @@ impl OperatorConfig {
             reconcile_concurrency: None,
             api_rate_limit: None,
             feature_gates: FeatureGates::default(),
+            kuberay_env: KubeRayEnv::default(),
             debounce: Duration::from_millis(100),
             plugin_timeout: Duration::from_secs(30),
             plugin_memory_bytes: 128 << 20,

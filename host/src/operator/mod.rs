@@ -272,7 +272,11 @@ fn sandbox(config: &OperatorConfig, metrics: &Metrics) -> Result<Arc<Sandbox>, O
                 timeout: config.compile_timeout,
                 memory_bytes: config.compile_memory_bytes,
             }),
-            base_config: crate::sandbox::base_config(&config.routing.cluster_domain, &config.feature_gates),
+            base_config: crate::sandbox::base_config(
+                &config.routing.cluster_domain,
+                &config.feature_gates,
+                &config.kuberay_env,
+            ),
         },
         metrics.clone(),
     )?)

@@ -11,7 +11,7 @@ use std::{
 };
 
 use kuberay_plugin_sdk::{Kind, PluginMetadata};
-use kuberay_rules::config::{CLUSTER_DOMAIN, FEATURE_GATES};
+use kuberay_rules::config::{CLUSTER_DOMAIN, FEATURE_GATES, KUBERAY_ENV};
 use wasmtime::{Engine, component::Linker};
 
 use super::{
@@ -26,6 +26,7 @@ use super::{
     plugin::{self, LoadError, LoadedPlugin},
 };
 use crate::{
+    kuberay_env::KubeRayEnv,
     kuberay_flags::FeatureGates,
     metrics::{CallLabels, LoadLabels, Metrics},
     policy::{LoadRefusal, Policy},
@@ -47,12 +48,18 @@ pub struct SandboxConfig {
     pub base_config: serde_json::Map<String, serde_json::Value>,
 }
 
-/// The operator's part of every plugin's configuration: the cluster's DNS domain (`--cluster-domain`, which
-/// KubeRay reads from `CLUSTER_DOMAIN`) and KubeRay's feature gates (`--feature-gates`).
-pub fn base_config(cluster_domain: &str, gates: &FeatureGates) -> serde_json::Map<String, serde_json::Value> {
+/// The operator's part of every plugin's configuration: the cluster's DNS domain (`--cluster-domain`, or
+/// `CLUSTER_DOMAIN` as for KubeRay), KubeRay's feature gates (`--feature-gates`) and KubeRay's environment
+/// toggles the operator was started with.
+pub fn base_config(
+    cluster_domain: &str,
+    gates: &FeatureGates,
+    env: &KubeRayEnv,
+) -> serde_json::Map<String, serde_json::Value> {
     [
         (CLUSTER_DOMAIN.to_string(), cluster_domain.into()),
         (FEATURE_GATES.to_string(), gates.to_config()),
+        (KUBERAY_ENV.to_string(), env.to_config()),
     ]
     .into_iter()
     .collect()

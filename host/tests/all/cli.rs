@@ -1,5 +1,6 @@
-//! The binary's start-up, without a cluster: flag checks of the leader election, fatal bind errors, and
-//! the log format on a pipe (JSON by default, text without escape codes on request).
+//! The binary's start-up, without a cluster: flag checks of the leader election, fatal bind errors, the log
+//! format on a pipe (JSON by default, text without escape codes on request), KubeRay's flags and its
+//! environment toggles.
 
 use std::{net::TcpListener, process::Output};
 
@@ -193,4 +194,47 @@ fn kuberay_flags_whose_behaviour_is_missing_refuse_to_start_with_the_reason() {
     let (output, stderr) = run(operator(&["--enable-leader-election=maybe"]));
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("is not a boolean"), "{stderr}");
+}
+
+#[test]
+fn kuberays_environment_toggles_are_checked_at_start() {
+    for (name, value, reason) in [
+        ("ENABLE_WEBHOOKS", "true", "no webhooks"),
+        ("ENABLE_PROBES_INJECTION", "0", "must be true or false"),
+        (
+            "RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV",
+            "5m",
+            "whole number of seconds",
+        ),
+    ] {
+        let mut command = operator(&[]);
+        command.env(name, value);
+        let (output, stderr) = run(command);
+        assert_eq!(output.status.code(), Some(1), "{name}={value}: {stderr}");
+        assert!(
+            stderr.contains(name) && stderr.contains(reason),
+            "{name}={value}: {stderr}"
+        );
+        assert!(
+            !stderr.contains("serving /metrics"),
+            "{name}={value} started: {stderr}"
+        );
+    }
+    // Honoured toggles are taken and logged; the start then fails later for want of a cluster.
+    let [metrics, health] = free_ports();
+    let mut command = operator(&[
+        &format!("--metrics-bind-address={metrics}"),
+        &format!("--health-probe-bind-address={health}"),
+    ]);
+    command
+        .env("ENABLE_PROBES_INJECTION", "FALSE")
+        .env("CLUSTER_DOMAIN", "corp.example");
+    let (_, stderr) = run(command);
+    assert!(
+        stderr.contains("ENABLE_PROBES_INJECTION") && stderr.contains("false"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("serving /metrics"), "{stderr}");
+    // KubeRay's CLUSTER_DOMAIN is --cluster-domain's variable.
+    assert!(stderr.contains("corp.example"), "{stderr}");
 }

@@ -1,10 +1,12 @@
-//! The WIT `config` interface (kuberay:plugin@0.1.1): the operator's `--cluster-domain` reaches the built-in
-//! plugins, which write it into the head address workers dial; and a plugin built against 0.1.0, which
-//! imports no `config`, still loads and reconciles on this host.
+//! The WIT `config` interface (kuberay:plugin@0.1.1): the operator's `--cluster-domain` and KubeRay's
+//! environment toggles reach the built-in plugins, which write the domain into the head address workers dial
+//! and name the head Pod and leave out the GCS wait as the toggles say; and a plugin built against 0.1.0,
+//! which imports no `config`, still loads and reconciles on this host.
 
 use std::time::Duration;
 
 use kube::api::PostParams;
+use kuberay_wasm::kuberay_env::KubeRayEnv;
 use serde_json::json;
 
 use crate::{
@@ -33,6 +35,14 @@ async fn the_cluster_domain_reaches_the_plugins_and_a_plugin_built_for_0_1_0_sti
         OperatorOptions {
             reload: Some(Duration::from_millis(500)),
             cluster_domain: Some("corp.example".into()),
+            kuberay_env: Some(
+                KubeRayEnv::from_lookup(|name| match name {
+                    "ENABLE_DETERMINISTIC_HEAD_POD_NAME" => Some("true".into()),
+                    "ENABLE_INIT_CONTAINER_INJECTION" => Some("false".into()),
+                    _ => None,
+                })
+                .unwrap(),
+            ),
             ..OperatorOptions::default()
         },
     )
@@ -67,6 +77,10 @@ async fn the_cluster_domain_reaches_the_plugins_and_a_plugin_built_for_0_1_0_sti
         "{worker}"
     );
     assert!(!worker.contains("svc.cluster.local"), "{worker}");
+    assert!(!worker.contains("wait-gcs-ready"), "{worker}");
+    let head = pods(&client, &ns, "ray.io/cluster=dns,ray.io/node-type=head").await;
+    let names: Vec<_> = head.iter().filter_map(|p| p.metadata.name.as_deref()).collect();
+    assert_eq!(names, ["dns-head"]);
 
     let chaos = chaos_api(&client, ns.name());
     let object = serde_json::from_value(json!({

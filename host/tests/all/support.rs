@@ -149,6 +149,8 @@ pub struct OperatorOptions {
     pub compile_memory_mib: u64,
     /// `--cluster-domain`, if not the default.
     pub cluster_domain: Option<String>,
+    /// KubeRay's environment toggles, as the binary reads them from its environment.
+    pub kuberay_env: Option<kuberay_wasm::kuberay_env::KubeRayEnv>,
     /// Serve `ReconcilePlugin` resources (`--plugin-resources`) with these options.
     pub resources: Option<kuberay_wasm::reconcileplugin::ResourceOptions>,
 }
@@ -205,6 +207,7 @@ impl Default for OperatorOptions {
             compile_memory_mib: kuberay_wasm::DEFAULT_COMPILE_MEMORY_MIB,
             resources: None,
             cluster_domain: None,
+            kuberay_env: None,
         }
     }
 }
@@ -313,6 +316,9 @@ pub async fn start_operator_watching(
     config.resources = options.resources;
     if let Some(domain) = options.cluster_domain {
         config.routing.cluster_domain = domain;
+    }
+    if let Some(kuberay_env) = options.kuberay_env {
+        config.kuberay_env = kuberay_env;
     }
     if let Some(concurrency) = options.concurrency {
         config = config.with_concurrency(concurrency);

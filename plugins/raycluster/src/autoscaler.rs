@@ -19,6 +19,7 @@ use crate::{
     consts::{APPLICATION_NAME, AUTOSCALER_CONTAINER_NAME, COMPONENT_NAME, env as env_names},
     pod::{env, shell_command},
 };
+use kuberay_rules::operator_env::OperatorEnv;
 
 /// The command KubeRay runs, also exported as `KUBERAY_GEN_AUTOSCALER_START_CMD` so custom `args` can
 /// wrap it.
@@ -38,7 +39,11 @@ fn fixed_resources(cpu: &str, memory: &str) -> ResourceRequirements {
 }
 
 /// The autoscaler sidecar: the Ray image, 500m CPU and 512Mi, then the user's `autoscalerOptions`.
-pub fn container(ray_image: Option<&str>, options: Option<&AutoscalerOptions>) -> Container {
+pub fn container(
+    ray_image: Option<&str>,
+    options: Option<&AutoscalerOptions>,
+    env: &OperatorEnv,
+) -> Container {
     let mut container = Container {
         name: AUTOSCALER_CONTAINER_NAME.into(),
         image: ray_image.map(str::to_string),
@@ -50,7 +55,7 @@ pub fn container(ray_image: Option<&str>, options: Option<&AutoscalerOptions>) -
             env::value("KUBERAY_CRD_VER", "v1"),
             env::value(env_names::KUBERAY_GEN_AUTOSCALER_START_CMD, START_COMMAND),
         ]),
-        command: Some(shell_command()),
+        command: Some(shell_command(env)),
         args: Some(vec![START_COMMAND.into()]),
         resources: Some(fixed_resources("500m", "512Mi")),
         ..Container::default()
@@ -211,6 +216,7 @@ mod tests {
             namespace: "ns".into(),
             uid: "u".into(),
             cluster_domain: "cluster.local".into(),
+            env: OperatorEnv::default(),
         };
         let role = build_role(&id);
         assert_eq!(role.metadata.name, Some(names::check_name(&id.name)));
@@ -229,7 +235,7 @@ mod tests {
 
     #[test]
     fn default_container_matches_kuberay() {
-        let c = container(Some("rayproject/ray:2.46.0"), None);
+        let c = container(Some("rayproject/ray:2.46.0"), None, &OperatorEnv::default());
         assert_eq!(c.name, "autoscaler");
         assert_eq!(c.image.as_deref(), Some("rayproject/ray:2.46.0"));
         assert_eq!(c.image_pull_policy.as_deref(), Some("IfNotPresent"));
@@ -267,7 +273,7 @@ mod tests {
             args: Some(vec!["ulimit -n 65536; $KUBERAY_GEN_AUTOSCALER_START_CMD".into()]),
             ..AutoscalerOptions::default()
         };
-        let c = container(Some("ray:1"), Some(&options));
+        let c = container(Some("ray:1"), Some(&options), &OperatorEnv::default());
         assert_eq!(c.image.as_deref(), Some("custom:1"));
         assert_eq!(c.image_pull_policy.as_deref(), Some("Always"));
         assert_eq!(c.env.iter().flatten().last().map(|e| e.name.as_str()), Some("X"));

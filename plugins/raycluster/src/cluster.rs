@@ -10,6 +10,8 @@ use kuberay_crds::{
     constants::{annotations, labels},
 };
 
+use kuberay_rules::operator_env::OperatorEnv;
+
 use crate::consts::DEFAULT_GCS_SERVER_PORT;
 
 /// The cluster's name, namespace and uid, which nearly every object built for it needs.
@@ -20,6 +22,8 @@ pub struct Identity {
     pub uid: String,
     /// The cluster's DNS domain (the plugin's `clusterDomain` configuration, KubeRay's `CLUSTER_DOMAIN`).
     pub cluster_domain: String,
+    /// KubeRay's operator environment toggles (the plugin's `kuberayEnv` configuration).
+    pub env: OperatorEnv,
 }
 
 impl Identity {
@@ -30,6 +34,7 @@ impl Identity {
             namespace: meta.namespace.clone().unwrap_or_else(|| "default".to_string()),
             uid: meta.uid.clone().unwrap_or_default(),
             cluster_domain: crate::consts::CLUSTER_DOMAIN.to_string(),
+            env: OperatorEnv::default(),
         }
     }
 }

@@ -71,6 +71,7 @@ impl<'h, H: Host> Ctx<'h, H> {
         {
             id.cluster_domain = domain;
         }
+        id.env = kuberay_rules::operator_env::OperatorEnv::from_config(&host.config());
         Self {
             host,
             cluster,

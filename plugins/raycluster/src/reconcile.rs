@@ -21,8 +21,11 @@ use crate::{
 
 /// KubeRay requeues 2 s after a change or an error...
 pub const SHORT_REQUEUE: Duration = Duration::from_secs(2);
-/// ...and every 5 minutes otherwise (`RAYCLUSTER_DEFAULT_REQUEUE_SECONDS`).
-pub const LONG_REQUEUE: Duration = Duration::from_secs(300);
+/// ...and every 5 minutes otherwise (`RAYCLUSTER_DEFAULT_REQUEUE_SECONDS`, or KubeRay's
+/// `RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV` in the operator's environment).
+pub fn long_requeue(env: &kuberay_rules::operator_env::OperatorEnv) -> Duration {
+    Duration::from_secs(u64::try_from(env.raycluster_requeue_seconds).unwrap_or(300))
+}
 
 /// The host's time, to the second (the precision Kubernetes stores).
 pub fn now<H: Host>(host: &H) -> Time {
@@ -111,7 +114,7 @@ pub fn reconcile<H: Host>(host: &H, request: Request) -> Result<Outcome, Reconci
         Some(f) if f.host_error => Err(ReconcileError::Transient(f.message)),
         Some(_) => Ok(Outcome::requeue_after(SHORT_REQUEUE)),
         None if status_written || ctx.wrote() || ctx.settling() => Ok(Outcome::requeue_after(SHORT_REQUEUE)),
-        None => Ok(Outcome::requeue_after(LONG_REQUEUE)),
+        None => Ok(Outcome::requeue_after(long_requeue(&ctx.id.env))),
     }
 }
 

@@ -90,7 +90,7 @@ pub fn build_job(cluster: &RayCluster, id: &Identity) -> Result<Job, BuildError>
         .next()
         .ok_or_else(|| BuildError("the head Pod template has no container".into()))?;
     let with_username = env::exists(&ray, env_names::REDIS_USERNAME);
-    ray.command = Some(shell_command());
+    ray.command = Some(shell_command(&id.env));
     ray.args = Some(vec![cleanup_script(with_username)]);
     // The Job runs no raylet or GCS, so there is nothing for the probes to check.
     ray.liveness_probe = None;

@@ -107,7 +107,9 @@ pub fn build_head_service(cluster: &RayCluster, id: &Identity) -> Service {
         return service;
     }
 
-    let headless = service_type.as_deref().is_none_or(|t| t == "ClusterIP");
+    // KubeRay's ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE=true gives the head Service a cluster IP.
+    let headless =
+        service_type.as_deref().is_none_or(|t| t == "ClusterIP") && !id.env.head_cluster_ip_service;
     Service {
         metadata: ObjectMeta {
             name: Some(name),

@@ -3,7 +3,10 @@
 mod common;
 
 use common::*;
-use kuberay_plugin_sdk::serde_json::{Value, json};
+use kuberay_plugin_sdk::{
+    Kind,
+    serde_json::{Value, json},
+};
 
 const HEAD_CMD: &str = "ray start --head  --block  --dashboard-agent-listen-port=52365  --dashboard-host=0.0.0.0  \
                         --memory=1073741824  --metrics-export-port=8080  --num-cpus=1 ";
@@ -409,4 +412,65 @@ fn workers_dial_the_head_in_the_configured_cluster_domain() {
         "{worker}"
     );
     assert!(!worker.contains("svc.cluster.local"), "{worker}");
+}
+
+/// KubeRay's operator environment toggles, as the host hands them over (`kuberayEnv`), change the Pods and
+/// Services as they change KubeRay's.
+#[test]
+fn kuberays_environment_toggles_change_pods_services_and_the_requeue() {
+    let defaults = running(sample(1));
+    let head = &heads(&defaults)[0];
+    assert!(head.pointer("/metadata/generateName").is_some(), "{head}");
+    assert!(
+        head.pointer("/spec/containers/0/readinessProbe").is_some(),
+        "{head}"
+    );
+    assert_eq!(head.pointer("/spec/containers/0/command/1"), Some(&json!("-c")));
+    let worker = &workers(&defaults)[0];
+    assert_eq!(
+        worker.pointer("/spec/initContainers/0/name"),
+        Some(&json!("wait-gcs-ready"))
+    );
+    let service = &defaults.objects(&Kind::new("", "v1", "Service"))[0];
+    assert_eq!(
+        service.pointer("/spec/clusterIP"),
+        Some(&json!("None")),
+        "{service}"
+    );
+    assert_eq!(
+        settle(&defaults, 1).requeue_after,
+        Some(std::time::Duration::from_secs(300))
+    );
+
+    let toggled = host(sample(1)).with_config(json!({"kuberayEnv": {
+        "ENABLE_INIT_CONTAINER_INJECTION": "false",
+        "ENABLE_PROBES_INJECTION": "false",
+        "ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE": "true",
+        "ENABLE_LOGIN_SHELL": "true",
+        "ENABLE_DETERMINISTIC_HEAD_POD_NAME": "true",
+        "RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV": "60",
+    }}));
+    settle(&toggled, 3);
+    run_all(&toggled);
+    let outcome = settle(&toggled, 3);
+    let head = &heads(&toggled)[0];
+    assert_eq!(name(head), "raycluster-sample-head");
+    assert!(
+        head.pointer("/spec/containers/0/readinessProbe").is_none(),
+        "{head}"
+    );
+    assert!(
+        head.pointer("/spec/containers/0/livenessProbe").is_none(),
+        "{head}"
+    );
+    assert_eq!(head.pointer("/spec/containers/0/command/1"), Some(&json!("-cl")));
+    let worker = &workers(&toggled)[0];
+    assert!(worker.pointer("/spec/initContainers").is_none(), "{worker}");
+    let service = &toggled.objects(&Kind::new("", "v1", "Service"))[0];
+    assert!(service.pointer("/spec/clusterIP").is_none(), "{service}");
+    assert!(
+        service.pointer("/spec/publishNotReadyAddresses").is_none(),
+        "{service}"
+    );
+    assert_eq!(outcome.requeue_after, Some(std::time::Duration::from_secs(60)));
 }

@@ -17,10 +17,16 @@ use crate::{
     spec, status,
     submitter::sidecar,
 };
+use kuberay_rules::operator_env::OperatorEnv;
 
 /// KubeRay's cluster for a RayJob: the RayJob's labels and annotations, plus where it came from; in
 /// `SidecarMode` also the submitter container in the head Pod, which must then never restart.
-pub fn build(job: &RayJob, job_status: &RayJobStatus, name: &str) -> Result<RayCluster, String> {
+pub fn build(
+    job: &RayJob,
+    job_status: &RayJobStatus,
+    name: &str,
+    env: &OperatorEnv,
+) -> Result<RayCluster, String> {
     let mode = spec::submission_mode(&job.spec);
     let job_name = job.metadata.name.clone().unwrap_or_default();
     let mut cluster_labels: BTreeMap<String, String> = job.metadata.labels.clone().unwrap_or_default();
@@ -38,7 +44,7 @@ pub fn build(job: &RayJob, job_status: &RayJobStatus, name: &str) -> Result<RayC
             annotations::RAY_DISABLE_PROVISIONED_HEAD_RESTART.into(),
             "true".into(),
         );
-        let container = sidecar::container(job, job_status, name, &cluster_spec)?;
+        let container = sidecar::container(job, job_status, name, &cluster_spec, env)?;
         let pod = cluster_spec
             .head_group_spec
             .template
@@ -79,7 +85,7 @@ pub fn get_or_create<H: Host>(
             "clusterSelector mode is enabled, but RayCluster {key} is not found"
         )));
     }
-    let cluster = build(&ctx.job, job_status, name).map_err(ReconcileError::InvalidObject)?;
+    let cluster = build(&ctx.job, job_status, name, &ctx.env).map_err(ReconcileError::InvalidObject)?;
     match ctx.host.create_as(&cluster) {
         Ok(created) => {
             ctx.event(

@@ -17,14 +17,6 @@ pub const REQUEUE_AFTER_WRITE: Duration = Duration::from_millis(200);
 /// check and the deadline never makes a reconcile find it not yet due.
 pub const TTL_SLACK_SECONDS: i64 = 2;
 
-/// How long a terminal Ray job may wait for its submitter to finish before the RayJob is ended anyway
-/// (`RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS`, default).
-pub const TRANSITION_GRACE_PERIOD_SECONDS: i64 = 300;
-
-/// How long the dashboard may keep failing status queries before the RayJob fails
-/// (`RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS`, default).
-pub const STATUS_CHECK_TIMEOUT_SECONDS: i64 = 300;
-
 /// How long after the submitter finished the Ray job must be terminal.
 pub const SUBMITTER_FINISHED_TIMEOUT_SECONDS: i64 = 30;
 

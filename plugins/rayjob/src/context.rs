@@ -8,6 +8,7 @@ use kuberay_rules::time;
 use serde::de::DeserializeOwned;
 
 use crate::spec;
+use kuberay_rules::operator_env::OperatorEnv;
 
 pub struct Ctx<'h, H: Host> {
     pub host: &'h H,
@@ -16,6 +17,8 @@ pub struct Ctx<'h, H: Host> {
     pub namespace: String,
     /// The host's time in Unix seconds.
     pub now: i64,
+    /// KubeRay's operator environment toggles (the plugin's `kuberayEnv` configuration).
+    pub env: OperatorEnv,
 }
 
 impl<'h, H: Host> Ctx<'h, H> {
@@ -24,6 +27,7 @@ impl<'h, H: Host> Ctx<'h, H> {
         let namespace = job.metadata.namespace.clone().unwrap_or_default();
         Self {
             now: time::now_seconds(host),
+            env: OperatorEnv::from_config(&host.config()),
             host,
             job,
             name,

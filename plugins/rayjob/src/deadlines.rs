@@ -5,13 +5,7 @@ use kuberay_crds::{JobDeploymentStatus, JobFailedReason, JobStatus, RayJobStatus
 use kuberay_plugin_sdk::Host;
 use kuberay_rules::time;
 
-use crate::{
-    consts::{
-        STATUS_CHECK_TIMEOUT_SECONDS, SUBMITTER_FINISHED_TIMEOUT_SECONDS, TRANSITION_GRACE_PERIOD_SECONDS,
-    },
-    context::Ctx,
-    status,
-};
+use crate::{consts::SUBMITTER_FINISHED_TIMEOUT_SECONDS, context::Ctx, status};
 
 fn started(job_status: &RayJobStatus) -> Option<(i64, String)> {
     let start = job_status.start_time.as_ref()?;
@@ -68,7 +62,7 @@ pub fn transition_grace_period<H: Host>(ctx: &Ctx<'_, H>, job_status: &mut RayJo
     let Some(end) = job_status.ray_job_info.as_ref().and_then(|i| i.end_time.as_ref()) else {
         return false;
     };
-    if ctx.now < time::seconds(end) + TRANSITION_GRACE_PERIOD_SECONDS {
+    if ctx.now < time::seconds(end) + ctx.env.rayjob_transition_grace_period_seconds {
         return false;
     }
     job_status.job_deployment_status = Some(if ray_status == JobStatus::Failed {
@@ -90,14 +84,15 @@ pub fn status_check_timeout<H: Host>(ctx: &Ctx<'_, H>, job_status: &mut RayJobSt
     let Some(since) = job_status.job_status_check_failure_start_time.clone() else {
         return false;
     };
-    if ctx.now < time::seconds(&since) + STATUS_CHECK_TIMEOUT_SECONDS {
+    let timeout = ctx.env.rayjob_status_check_timeout_seconds;
+    if ctx.now < time::seconds(&since) + timeout {
         return false;
     }
     status::fail(
         job_status,
         JobFailedReason::JobStatusCheckTimeoutExceeded,
         format!(
-            "Job status checks have been failing since {}; exceeded timeout of {STATUS_CHECK_TIMEOUT_SECONDS}s",
+            "Job status checks have been failing since {}; exceeded timeout of {timeout}s",
             time::date_time(&since)
         ),
     );

@@ -182,3 +182,25 @@ fn terminal_job_stuck_in_running_ends_after_the_grace_period() {
     assert_eq!(s["jobDeploymentStatus"], "Failed");
     assert_eq!(s["reason"], "JobDeploymentStatusTransitionGracePeriodExceeded");
 }
+
+#[test]
+fn kuberays_status_check_timeout_toggle_shortens_the_timeout() {
+    let host = host(sample_in("HTTPMode"))
+        .with_config(json!({"kuberayEnv": {"RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS": "60"}}));
+    let ray = FakeRay::install(&host);
+    run_to_running(&host);
+    ray.fail_submissions(500, "No available agent to submit job, please try again later.");
+    at(&host, 10);
+    step(&host);
+    at(&host, 69);
+    step(&host);
+    assert_eq!(deployment(&host), "Running", "59 s of 60");
+    at(&host, 70);
+    step(&host);
+    let s = status(&host);
+    assert_eq!(s["reason"], "JobStatusCheckTimeoutExceeded");
+    assert_eq!(
+        s["message"],
+        "Job status checks have been failing since 2027-01-15 08:00:10; exceeded timeout of 60s"
+    );
+}

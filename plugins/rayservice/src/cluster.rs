@@ -20,6 +20,7 @@ use kuberay_rules::{
 use crate::{conditions, consts::reason, context::Ctx};
 use kuberay_crds::constants::conditions as types;
 use kuberay_plugin_sdk::Host;
+use kuberay_rules::operator_env::OperatorEnv;
 
 /// The cluster spec that is hashed: `suspend` is passed to a cluster only when it is created.
 pub fn spec_for_hashing(service: &RayService) -> RayClusterSpec {
@@ -147,8 +148,9 @@ pub fn should_update(
 }
 
 /// Whether a change of the cluster spec is rolled out on a new cluster (`NewCluster`, the default, or
-/// `NewClusterWithIncrementalUpgrade`).
-pub fn zero_downtime(service: &RayService) -> bool {
+/// `NewClusterWithIncrementalUpgrade`); without an upgrade strategy, unless the operator was started with
+/// KubeRay's `ENABLE_ZERO_DOWNTIME=false`.
+pub fn zero_downtime(service: &RayService, env: &OperatorEnv) -> bool {
     match service
         .spec
         .upgrade_strategy
@@ -159,13 +161,14 @@ pub fn zero_downtime(service: &RayService) -> bool {
             kind,
             RayServiceUpgradeType::NewCluster | RayServiceUpgradeType::NewClusterWithIncrementalUpgrade
         ),
-        None => true,
+        None => env.zero_downtime,
     }
 }
 
 /// KubeRay's `shouldPrepareNewCluster`; never while an incremental upgrade rolls back.
 pub fn should_prepare(
     service: &RayService,
+    env: &OperatorEnv,
     status: &RayServiceStatuses,
     active: Option<&RayCluster>,
     pending: Option<&RayCluster>,
@@ -180,7 +183,7 @@ pub fn should_prepare(
     if hash_equal(service, cluster, false) || hash_equal(service, cluster, true) {
         return false;
     }
-    zero_downtime(service)
+    zero_downtime(service, env)
 }
 
 /// A name for a new cluster, `<service>-<5 random>`, that no cluster of the RayService has.

@@ -3,7 +3,7 @@
 
 use kuberay_crds::{RayService, RayServiceSpec, RayServiceStatuses};
 use kuberay_plugin_sdk::{Event, Host, LogLevel};
-use kuberay_rules::{report, time};
+use kuberay_rules::{operator_env::OperatorEnv, report, time};
 
 /// One reconcile of one RayService.
 pub struct Ctx<'h, H: Host> {
@@ -13,6 +13,8 @@ pub struct Ctx<'h, H: Host> {
     pub namespace: String,
     /// The host's time in Unix seconds.
     pub now: i64,
+    /// KubeRay's operator environment toggles (the plugin's `kuberayEnv` configuration).
+    pub env: OperatorEnv,
 }
 
 impl<'h, H: Host> Ctx<'h, H> {
@@ -21,6 +23,7 @@ impl<'h, H: Host> Ctx<'h, H> {
         let namespace = service.metadata.namespace.clone().unwrap_or_default();
         Self {
             now: time::now_seconds(host),
+            env: OperatorEnv::from_config(&host.config()),
             host,
             service,
             name,

@@ -154,7 +154,8 @@ fn run<H: Host>(
         (pending_ready, seen.pending_apps) = (state.ready, state.applications);
     }
     if let Some(active) = &active
-        && ((pending.is_none() && !cluster::should_prepare(&ctx.service, &new, Some(active), None, false))
+        && ((pending.is_none()
+            && !cluster::should_prepare(&ctx.service, &ctx.env, &new, Some(active), None, false))
             || (pending.is_some() && incremental))
     {
         let state = serve_on(&mut new, active)?;

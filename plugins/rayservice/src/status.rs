@@ -84,6 +84,7 @@ pub fn calculate<H: Host>(
     }
     if cluster::should_prepare(
         &ctx.service,
+        &ctx.env,
         status,
         seen.active,
         pending_cluster,

@@ -176,3 +176,21 @@ fn the_none_strategy_keeps_the_cluster() {
         "the Serve change still goes to the cluster"
     );
 }
+
+#[test]
+fn kuberays_zero_downtime_toggle_off_keeps_the_cluster_unless_a_strategy_says_otherwise() {
+    let zero_downtime_off = json!({"kuberayEnv": {"ENABLE_ZERO_DOWNTIME": "false"}});
+    for (strategy, new_cluster) in [
+        (json!({}), false),
+        (json!({"upgradeStrategy": {"type": "NewCluster"}}), true),
+    ] {
+        let (host, _) = host(rayservice(strategy.clone()));
+        let host = host.with_config(zero_downtime_off.clone());
+        bring_up(&host);
+        edit_spec(&host, |spec| {
+            spec["rayClusterConfig"]["rayVersion"] = json!("2.53.0")
+        });
+        reconcile(&host);
+        assert_eq!(pending_name(&host).is_some(), new_cluster, "{strategy}");
+    }
+}

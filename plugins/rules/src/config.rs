@@ -12,9 +12,13 @@ pub const CLUSTER_DOMAIN: &str = "clusterDomain";
 /// names and booleans, every gate KubeRay v1.7 has.
 pub const FEATURE_GATES: &str = "featureGates";
 
-/// Refuses a configuration whose `clusterDomain` is not a DNS subdomain or whose `featureGates` is not an
-/// object of booleans; a configuration without them is fine (the plugins then use `cluster.local` and
-/// KubeRay's defaults).
+/// KubeRay's operator environment toggles the operator was started with (`crate::operator_env`): an object
+/// of their names and normalized values (text), only those set.
+pub const KUBERAY_ENV: &str = "kuberayEnv";
+
+/// Refuses a configuration whose `clusterDomain` is not a DNS subdomain, whose `featureGates` is not an
+/// object of booleans or whose `kuberayEnv` is not an object of strings; a configuration without them is fine
+/// (the plugins then use `cluster.local` and KubeRay's defaults).
 pub fn check(config: &Map<String, Value>) -> Result<(), String> {
     match config.get(CLUSTER_DOMAIN) {
         None => {}
@@ -26,10 +30,19 @@ pub fn check(config: &Map<String, Value>) -> Result<(), String> {
         }
     }
     match config.get(FEATURE_GATES) {
+        None => {}
+        Some(Value::Object(gates)) if gates.values().all(Value::is_boolean) => {}
+        Some(other) => {
+            return Err(format!(
+                "{FEATURE_GATES} must map gate names to true or false, not {other}"
+            ));
+        }
+    }
+    match config.get(KUBERAY_ENV) {
         None => Ok(()),
-        Some(Value::Object(gates)) if gates.values().all(Value::is_boolean) => Ok(()),
+        Some(Value::Object(set)) if set.values().all(Value::is_string) => Ok(()),
         Some(other) => Err(format!(
-            "{FEATURE_GATES} must map gate names to true or false, not {other}"
+            "{KUBERAY_ENV} must map KubeRay's environment toggles to their values as text, not {other}"
         )),
     }
 }

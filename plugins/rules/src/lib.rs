@@ -28,6 +28,7 @@ pub mod env;
 pub mod hash;
 pub mod labels;
 pub mod names;
+pub mod operator_env;
 pub mod ports;
 pub mod report;
 pub mod subset;

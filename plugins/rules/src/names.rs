@@ -27,6 +27,12 @@ pub fn head_pod_generate_name(cluster: &str) -> String {
     pod_generate_name(cluster, "head")
 }
 
+/// The head Pod's name with KubeRay's `ENABLE_DETERMINISTIC_HEAD_POD_NAME`: `<cluster>-head` (the cluster
+/// name cut to 50 characters, lower case).
+pub fn head_pod_name(cluster: &str) -> String {
+    format!("{}-head", cut_front(cluster, 50).to_lowercase())
+}
+
 /// The `generateName` of a worker Pod of `group`.
 pub fn worker_pod_generate_name(cluster: &str, group: &str) -> String {
     pod_generate_name(&format!("{cluster}-{group}"), "worker")

@@ -95,7 +95,11 @@ impl CheckedHost {
         };
         let granted = grant_for_entry(&chosen.policy, entry, &metadata, CallBudget::default())
             .map_err(|e| refused(LoadError::Refused(e)))?;
-        let mut config = base_config(kuberay_rayhead::DEFAULT_CLUSTER_DOMAIN, &Default::default());
+        let mut config = base_config(
+            kuberay_rayhead::DEFAULT_CLUSTER_DOMAIN,
+            &Default::default(),
+            &Default::default(),
+        );
         config.extend(entry.config.clone());
         P::check_config(&config)
             .map_err(|m| refused(LoadError::Metadata(format!("configuration refused: {m}"))))?;

@@ -159,6 +159,7 @@ pub async fn run(options: &RunOptions) -> Result<Report, RunError> {
             base_config: crate::sandbox::base_config(
                 kuberay_rayhead::DEFAULT_CLUSTER_DOMAIN,
                 &Default::default(),
+                &Default::default(),
             ),
         },
         Metrics::new(),

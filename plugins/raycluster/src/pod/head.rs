@@ -26,7 +26,11 @@ pub fn build(cluster: &RayCluster, id: &Identity, spec_hash: Option<&str>) -> Re
     let head = &spec.head_group_spec;
     let mut template = head.template.clone();
     let meta = meta_mut(&mut template);
-    meta.generate_name = Some(names::head_pod_generate_name(&id.name));
+    if id.env.deterministic_head_pod_name {
+        meta.name = Some(names::head_pod_name(&id.name));
+    } else {
+        meta.generate_name = Some(names::head_pod_generate_name(&id.name));
+    }
     meta.namespace = Some(id.namespace.clone());
 
     let mut params = head.ray_start_params.clone().unwrap_or_default();
@@ -55,7 +59,7 @@ pub fn build(cluster: &RayCluster, id: &Identity, spec_hash: Option<&str>) -> Re
         pod_spec.service_account_name =
             Some(names::check_name(&autoscaler::service_account_name(cluster, id)));
         let image = pod_spec.containers.first().and_then(|c| c.image.clone());
-        let mut sidecar = autoscaler::container(image.as_deref(), None);
+        let mut sidecar = autoscaler::container(image.as_deref(), None, &id.env);
         if auth::enabled(spec) {
             auth::configure_container(&mut sidecar, &id.name, spec);
         }
@@ -100,6 +104,7 @@ pub fn build(cluster: &RayCluster, id: &Identity, spec_hash: Option<&str>) -> Re
             creator: Creator::of(cluster),
             fqdn: &fqdn,
             ray_version: spec.ray_version.as_deref().unwrap_or_default(),
+            env: &id.env,
         },
     )?;
     if let Some(hash) = spec_hash {

@@ -16,6 +16,7 @@ use k8s_openapi::{
     apimachinery::pkg::{api::resource::Quantity, apis::meta::v1::ObjectMeta},
 };
 use kuberay_crds::constants::{annotations, labels};
+use kuberay_rules::operator_env::OperatorEnv;
 
 use crate::{
     cluster::Creator,
@@ -36,9 +37,10 @@ pub fn meta_mut(template: &mut PodTemplateSpec) -> &mut ObjectMeta {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BuildError(pub String);
 
-/// `/bin/bash -c --`: KubeRay no longer uses a login shell (`-lc`) by default since v1.4.
-pub fn shell_command() -> Vec<String> {
-    vec!["/bin/bash".into(), "-c".into(), "--".into()]
+/// `/bin/bash -c --`: KubeRay no longer uses a login shell (`-lc`) by default since v1.4, unless
+/// `ENABLE_LOGIN_SHELL` says so.
+pub fn shell_command(env: &OperatorEnv) -> Vec<String> {
+    env.shell_command("")
 }
 
 /// The Ray container, which KubeRay requires to be the first one.
@@ -71,6 +73,8 @@ pub struct Finish<'a> {
     pub creator: Creator,
     pub fqdn: &'a str,
     pub ray_version: &'a str,
+    /// KubeRay's environment toggles: the login shell and the probes.
+    pub env: &'a OperatorEnv,
 }
 
 /// Turns a prepared template into the Pod to create (KubeRay's `BuildPod`).
@@ -141,7 +145,7 @@ pub fn finish(mut template: PodTemplateSpec, f: Finish<'_>) -> Result<Pod, Build
         } else {
             format!("{user_cmd} && {generated}")
         };
-        ray.command = Some(shell_command());
+        ray.command = Some(shell_command(f.env));
         ray.args = Some(vec![args]);
     }
 
@@ -150,7 +154,9 @@ pub fn finish(mut template: PodTemplateSpec, f: Finish<'_>) -> Result<Pod, Build
     }
     let ray = &mut spec.containers[0];
     env::set_ray_container_env(ray, f.node, f.fqdn, f.head_port, &ray_start_cmd, f.creator);
-    probes::inject(ray, f.node, f.creator, f.params, f.ray_version);
+    if f.env.probes_injection {
+        probes::inject(ray, f.node, f.creator, f.params, f.ray_version);
+    }
 
     Ok(Pod {
         metadata: template.metadata.unwrap_or_default(),

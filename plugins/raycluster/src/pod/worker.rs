@@ -22,6 +22,7 @@ use crate::{
     gcs_ft,
     ray_start::{self, NodeType},
 };
+use kuberay_rules::operator_env::OperatorEnv;
 
 /// Where a worker sits in its group: the replica index, and for multi-host groups the replica's name and
 /// the host's index within it.
@@ -63,12 +64,12 @@ fn fixed_resources(cpu: &str, memory: &str) -> ResourceRequirements {
 
 /// `wait-gcs-ready`: the Ray image polling the head until the GCS answers, with the Ray container's
 /// environment and mounts (TLS settings live there) and small fixed resources.
-fn wait_gcs_ready(ray: &Container, fqdn: &str, port: &str) -> Container {
+fn wait_gcs_ready(ray: &Container, fqdn: &str, port: &str, env: &OperatorEnv) -> Container {
     Container {
         name: WAIT_GCS_READY_CONTAINER_NAME.into(),
         image: ray.image.clone(),
         image_pull_policy: ray.image_pull_policy.clone(),
-        command: Some(shell_command()),
+        command: Some(shell_command(env)),
         args: Some(vec![wait_gcs_script(fqdn, port)]),
         security_context: ray.security_context.clone(),
         env: ray.env.clone(),
@@ -93,13 +94,16 @@ pub fn build(
     let fqdn = names::head_fqdn(&id.name, &id.namespace, spec, &id.cluster_domain);
     let head_port = cluster::head_port(spec);
 
-    let init = wait_gcs_ready(ray_container(&mut template)?, &fqdn, &head_port);
-    template
-        .spec
-        .get_or_insert_with(Default::default)
-        .init_containers
-        .get_or_insert_with(Vec::new)
-        .push(init);
+    // KubeRay's ENABLE_INIT_CONTAINER_INJECTION=false leaves the wait for the GCS to the user's template.
+    if id.env.init_container_injection {
+        let init = wait_gcs_ready(ray_container(&mut template)?, &fqdn, &head_port, &id.env);
+        template
+            .spec
+            .get_or_insert_with(Default::default)
+            .init_containers
+            .get_or_insert_with(Vec::new)
+            .push(init);
+    }
 
     let mut params = group.ray_start_params.clone().unwrap_or_default();
     ray_start::apply_group_resources(&mut params, group.resources.as_ref());
@@ -156,6 +160,7 @@ pub fn build(
             creator: Creator::of(cluster),
             fqdn: &fqdn,
             ray_version: spec.ray_version.as_deref().unwrap_or_default(),
+            env: &id.env,
         },
     )
 }

@@ -23,6 +23,7 @@ use crate::{
     context::Ctx,
     status,
 };
+use kuberay_rules::operator_env::OperatorEnv;
 
 /// What KubeRay labels the Job and its Pods with, so that they can be traced back to the RayJob.
 fn origin_labels(job_name: &str) -> BTreeMap<String, String> {
@@ -39,6 +40,7 @@ pub fn template(
     job: &RayJob,
     job_status: &RayJobStatus,
     cluster: &RayCluster,
+    env: &OperatorEnv,
 ) -> Result<PodTemplateSpec, String> {
     let cluster_spec = &cluster.spec;
     let mut template = job
@@ -68,6 +70,7 @@ pub fn template(
         job_status,
         &JobSubmissionMode::K8sJobMode,
         (cluster_name, cluster_spec),
+        env,
     )?;
     add_token_volume(pod, cluster_spec);
     let job_name = job.metadata.name.as_deref().unwrap_or_default();
@@ -80,7 +83,12 @@ pub fn template(
     Ok(template)
 }
 
-pub fn build(job: &RayJob, job_status: &RayJobStatus, cluster: &RayCluster) -> Result<Job, String> {
+pub fn build(
+    job: &RayJob,
+    job_status: &RayJobStatus,
+    cluster: &RayCluster,
+    env: &OperatorEnv,
+) -> Result<Job, String> {
     let job_name = job.metadata.name.clone().unwrap_or_default();
     let backoff_limit = job
         .spec
@@ -96,7 +104,7 @@ pub fn build(job: &RayJob, job_status: &RayJobStatus, cluster: &RayCluster) -> R
         },
         spec: Some(JobSpec {
             backoff_limit: Some(backoff_limit),
-            template: template(job, job_status, cluster)?,
+            template: template(job, job_status, cluster, env)?,
             ..JobSpec::default()
         }),
         status: None,
@@ -112,7 +120,7 @@ pub fn create_if_needed<H: Host>(
     if ctx.get::<Job>(&ctx.name)?.is_some() {
         return Ok(());
     }
-    let submitter = build(&ctx.job, job_status, cluster).map_err(ReconcileError::InvalidObject)?;
+    let submitter = build(&ctx.job, job_status, cluster, &ctx.env).map_err(ReconcileError::InvalidObject)?;
     let key = ctx.key(&ctx.name);
     match ctx.host.create_as(&submitter) {
         Ok(_) => {

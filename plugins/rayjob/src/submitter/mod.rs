@@ -22,6 +22,7 @@ use crate::{
     context::Ctx,
     status,
 };
+use kuberay_rules::operator_env::OperatorEnv;
 
 /// The projected ServiceAccount token volume a submitter Pod needs for Kubernetes token authentication.
 pub use kuberay_rules::auth::add_token_volume;
@@ -84,10 +85,11 @@ pub fn configure(
     job_status: &RayJobStatus,
     mode: &JobSubmissionMode,
     cluster: (&str, &RayClusterSpec),
+    env: &OperatorEnv,
 ) -> Result<(), String> {
     let script = command::build(job, job_status, mode)?;
     if container.command.as_ref().is_none_or(Vec::is_empty) || *mode == JobSubmissionMode::SidecarMode {
-        container.command = Some(vec!["/bin/bash".into(), "-ce".into(), "--".into()]);
+        container.command = Some(env.shell_command("e"));
         container.args = Some(vec![script.join(" ")]);
     }
     let vars = container.env.get_or_insert_with(Vec::new);

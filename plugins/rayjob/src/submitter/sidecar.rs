@@ -12,6 +12,7 @@ use kuberay_rules::time;
 
 use super::{Check, configure, default_container};
 use crate::{consts::SUBMITTER_CONTAINER_NAME, context::Ctx, status};
+use kuberay_rules::operator_env::OperatorEnv;
 
 /// The submitter container added to the head Pod of the cluster `cluster_name`.
 pub fn container(
@@ -19,6 +20,7 @@ pub fn container(
     job_status: &RayJobStatus,
     cluster_name: &str,
     cluster: &RayClusterSpec,
+    env: &OperatorEnv,
 ) -> Result<Container, String> {
     let mut container = default_container(cluster);
     configure(
@@ -27,6 +29,7 @@ pub fn container(
         job_status,
         &JobSubmissionMode::SidecarMode,
         (cluster_name, cluster),
+        env,
     )?;
     Ok(container)
 }
