@@ -236,17 +236,40 @@ where
                 "categories": ["all"],
             },
             "scope": "Namespaced",
-            "versions": [{
-                "name": K::VERSION,
-                "served": true,
-                "storage": true,
-                "subresources": {"status": {}},
-                "additionalPrinterColumns": columns,
-                "schema": {"openAPIV3Schema": root},
-            }],
+            "versions": versions(kind, &columns, &root),
         },
     });
     Ok((kind.to_owned(), crd))
+}
+
+/// The kinds KubeRay also serves as `ray.io/v1alpha1` (deprecated, not stored).
+const SERVED_AS_V1ALPHA1: [&str; 3] = ["RayCluster", "RayJob", "RayService"];
+
+/// `v1`, served and stored, and for the kinds KubeRay still serves as `v1alpha1`, that version too: served
+/// with KubeRay's deprecation warning, never stored, with no conversion (the API server only rewrites
+/// `apiVersion`, as with KubeRay's CRDs). Its schema is `v1`'s, where KubeRay keeps the older one: a
+/// `v1alpha1` client can also send `v1`'s newer fields.
+fn versions(kind: &str, columns: &[Value], root: &Value) -> Value {
+    let version = |name: &str, storage: bool| {
+        json!({
+            "name": name,
+            "served": true,
+            "storage": storage,
+            "subresources": {"status": {}},
+            "additionalPrinterColumns": columns,
+            "schema": {"openAPIV3Schema": root},
+        })
+    };
+    let mut versions = vec![version(crate::VERSION, true)];
+    if SERVED_AS_V1ALPHA1.contains(&kind) {
+        let mut alpha = version("v1alpha1", false);
+        alpha["deprecated"] = json!(true);
+        alpha["deprecationWarning"] = json!(format!(
+            "ray.io/v1alpha1 {kind} is deprecated; use ray.io/v1 {kind}."
+        ));
+        versions.push(alpha);
+    }
+    Value::Array(versions)
 }
 
 #[cfg(test)]

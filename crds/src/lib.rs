@@ -50,7 +50,8 @@ pub use rayservice::*;
 
 /// The API group of every kind here.
 pub const GROUP: &str = "ray.io";
-/// The only version served; KubeRay's deprecated `v1alpha1` is not.
+/// The version of these types (stored; RayCluster, RayJob and RayService are also served as KubeRay's
+/// deprecated `v1alpha1`, see `crd`).
 pub const VERSION: &str = "v1";
 /// `GROUP/VERSION`, the `apiVersion` of every object.
 pub const API_VERSION: &str = "ray.io/v1";

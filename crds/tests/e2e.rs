@@ -641,3 +641,63 @@ async fn kubernetes_facts_match_the_api_server() {
         }
     }
 }
+
+/// KubeRay's deprecated `ray.io/v1alpha1` is served for RayCluster, RayJob and RayService, without a
+/// conversion: an object written in one version reads the same in the other; RayCronJob has no `v1alpha1`.
+#[tokio::test]
+async fn v1alpha1_is_served_as_kuberay_serves_it() {
+    let env = env().await;
+    let client = env.client().await.unwrap();
+    let ns = env.namespace("crds-v1alpha1").await.unwrap();
+    let api = |version: &str, kind: &str| {
+        let gvk = GroupVersionKind::gvk("ray.io", version, kind);
+        let plural = format!("{}s", kind.to_lowercase());
+        Api::<DynamicObject>::namespaced_with(
+            client.clone(),
+            ns.name(),
+            &ApiResource::from_gvk_with_plural(&gvk, &plural),
+        )
+    };
+    let mut old = object("RayCluster", "old-client", cluster_spec());
+    old.types.as_mut().unwrap().api_version = "ray.io/v1alpha1".into();
+    api("v1alpha1", "RayCluster")
+        .create(&PostParams::default(), &old)
+        .await
+        .unwrap();
+    let read = api("v1", "RayCluster").get("old-client").await.unwrap();
+    assert_eq!(read.types.unwrap().api_version, "ray.io/v1");
+    assert_eq!(read.data["spec"]["workerGroupSpecs"][0]["groupName"], "small");
+
+    api("v1", "RayCluster")
+        .create(
+            &PostParams::default(),
+            &object("RayCluster", "new-client", cluster_spec()),
+        )
+        .await
+        .unwrap();
+    let listed = api("v1alpha1", "RayCluster")
+        .list(&ListParams::default())
+        .await
+        .unwrap();
+    let mut names: Vec<String> = listed
+        .items
+        .iter()
+        .filter_map(|o| o.metadata.name.clone())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["new-client", "old-client"]);
+    assert!(
+        listed
+            .items
+            .iter()
+            .all(|o| o.types.as_ref().unwrap().api_version == "ray.io/v1alpha1")
+    );
+    for kind in ["RayJob", "RayService"] {
+        api("v1alpha1", kind).list(&ListParams::default()).await.unwrap();
+    }
+    let cronjobs = api("v1alpha1", "RayCronJob").list(&ListParams::default()).await;
+    assert!(
+        matches!(cronjobs, Err(kube::Error::Api(ref e)) if e.code == 404),
+        "{cronjobs:?}"
+    );
+}

@@ -61,15 +61,32 @@ fn crds_describe_the_four_kinds_like_kuberay() {
             crd.spec.names.list_kind.as_deref(),
             Some(&*format!("{}List", crd.spec.names.kind))
         );
-        let [version] = &crd.spec.versions[..] else {
-            panic!("one version")
-        };
-        assert_eq!(
-            (version.name.as_str(), version.served, version.storage),
-            ("v1", true, true)
-        );
-        let subresources = version.subresources.as_ref().unwrap();
-        assert!(subresources.status.is_some() && subresources.scale.is_none());
+        let kind = &crd.spec.names.kind;
+        let versions: Vec<_> = crd
+            .spec
+            .versions
+            .iter()
+            .map(|v| (v.name.as_str(), v.served, v.storage, v.deprecated))
+            .collect();
+        // KubeRay serves its deprecated v1alpha1 for the three kinds older than it (not RayCronJob).
+        if kind == "RayCronJob" {
+            assert_eq!(versions, [("v1", true, true, None)]);
+        } else {
+            assert_eq!(
+                versions,
+                [("v1", true, true, None), ("v1alpha1", true, false, Some(true))]
+            );
+            assert_eq!(
+                crd.spec.versions[1].deprecation_warning.as_deref(),
+                Some(&*format!(
+                    "ray.io/v1alpha1 {kind} is deprecated; use ray.io/v1 {kind}."
+                ))
+            );
+        }
+        for version in &crd.spec.versions {
+            let subresources = version.subresources.as_ref().unwrap();
+            assert!(subresources.status.is_some() && subresources.scale.is_none());
+        }
     }
 }
 
