@@ -20,7 +20,17 @@ fn the_chart_lints_clean_in_strict_mode() {
     helm.args(["lint", "--strict", CHART]);
     let out = stdout_of(helm).unwrap();
     assert!(out.contains("0 chart(s) failed"), "{out}");
-    for values in [["--set", "routing=proxy"], ["--set", "watchNamespaces={a,b}"]] {
+    for values in [
+        &["--set", "routing=proxy"][..],
+        &["--set", "watchNamespaces={a,b}"],
+        &["--set", "singleNamespaceInstall=true"],
+        &[
+            "-f",
+            crate::kuberay_values::KUBERAY_DEFAULTS,
+            "--set",
+            "image.repository=kuberay-wasm",
+        ],
+    ] {
         let mut helm = tools.helm();
         helm.args(["lint", "--strict", CHART]).args(values);
         stdout_of(helm).unwrap();
