@@ -3,13 +3,14 @@
 //! it means here (those that cannot be honoured are refused, in `bad_values.rs`).
 
 use kuberay_deploy_tests::{
+    Permission,
     manifests::{self, container_args, one},
-    rules::{EVENTS_OF_CLUSTER_SCOPED, Sources, granted_by},
+    rules::{EVENTS_OF_CLUSTER_SCOPED, Permissions, Sources, expand, granted_by},
 };
 use serde_json::{Value, json};
 
 use crate::{
-    chart::{assert_secure, kinds},
+    chart::{assert_secure, kinds, operator_rbac, user_roles},
     tools,
 };
 
@@ -107,16 +108,17 @@ fn kuberays_default_values_render_kuberays_default_install() {
     assert_eq!(pod["serviceAccountName"], "kuberay-operator");
     assert_eq!(kinds(&objects, "ServiceAccount"), ["kuberay-operator"]);
 
-    // rbacEnable, not singleNamespaceInstall: the operator's rights cluster-wide.
+    // rbacEnable, not singleNamespaceInstall: the operator's rights cluster-wide, and the editor and viewer roles.
     let sources = Sources::read().unwrap();
     assert_eq!(
-        granted_by(&objects, "ClusterRole", None).unwrap(),
+        granted_by(&operator_rbac(&objects), "ClusterRole", None).unwrap(),
         sources.direct.union(&sources.plugins).cloned().collect()
     );
     assert_eq!(
         granted_by(&objects, "Role", Some("ops")).unwrap(),
         sources.own_namespace()
     );
+    assert_eq!(user_roles(&objects).len(), 6);
 
     // The metrics Service (service: ClusterIP, 8080); no ServiceMonitor (metrics.serviceMonitor.enabled: false).
     let service = one(&objects, "Service").unwrap();
@@ -147,7 +149,7 @@ fn kuberays_names_for_the_charts_settings_set_them() {
         );
     }
     assert_eq!(
-        granted_by(&objects, "ClusterRole", None).unwrap(),
+        granted_by(&operator_rbac(&objects), "ClusterRole", None).unwrap(),
         sources.plugins
     );
     // The same list under both names is no conflict.
@@ -170,7 +172,7 @@ fn kuberays_names_for_the_charts_settings_set_them() {
     let args = container_args(one(&objects, "Deployment").unwrap());
     assert!(args.contains(&"--use-kubernetes-proxy".into()), "{args:?}");
     assert_eq!(
-        granted_by(&objects, "ClusterRole", None).unwrap(),
+        granted_by(&operator_rbac(&objects), "ClusterRole", None).unwrap(),
         sources.watched(true).union(&sources.plugins).cloned().collect()
     );
     let objects = tools
@@ -282,9 +284,71 @@ fn a_single_namespace_install_has_namespaced_rbac_only() {
         .template("ops", &["--set", "crNamespacedRbacEnable=false"])
         .unwrap();
     assert_eq!(
-        granted_by(&objects, "ClusterRole", None).unwrap(),
+        granted_by(&operator_rbac(&objects), "ClusterRole", None).unwrap(),
         sources.direct.union(&sources.plugins).cloned().collect()
     );
+}
+
+/// The editor and viewer ClusterRoles KubeRay's chart ships, for RayJobs, RayServices and RayCronJobs (v1.7 has none
+/// for RayClusters), named after the release, bound to nobody; created with RBAC unless singleNamespaceInstall.
+#[test]
+fn the_editor_and_viewer_roles_are_kuberays() {
+    let tools = tools();
+    let objects = tools.template("ops", &[]).unwrap();
+    let roles = user_roles(&objects);
+    let mut names: Vec<&str> = roles.iter().map(|r| manifests::name(r)).collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "kuberay-wasm-raycronjob-editor-role",
+            "kuberay-wasm-raycronjob-viewer-role",
+            "kuberay-wasm-rayjob-editor-role",
+            "kuberay-wasm-rayjob-viewer-role",
+            "kuberay-wasm-rayservice-editor-role",
+            "kuberay-wasm-rayservice-viewer-role",
+        ]
+    );
+    let permissions = |resource: &str, verbs: &[&str]| -> Permissions {
+        let status = format!("{resource}/status");
+        verbs
+            .iter()
+            .map(|verb| Permission::new("ray.io", resource, verb))
+            .chain([Permission::new("ray.io", &status, "get")])
+            .collect()
+    };
+    for role in &roles {
+        let name = manifests::name(role);
+        let kind = name
+            .strip_prefix("kuberay-wasm-")
+            .and_then(|n| n.split('-').next())
+            .unwrap();
+        let resource = format!("{kind}s");
+        let expected = if name.ends_with("-editor-role") {
+            permissions(
+                &resource,
+                &["create", "delete", "get", "list", "patch", "update", "watch"],
+            )
+        } else {
+            permissions(&resource, &["get", "list", "watch"])
+        };
+        assert_eq!(expand(&role["rules"]).unwrap(), expected, "{name}");
+    }
+    for binding in manifests::of_kind(&objects, "ClusterRoleBinding")
+        .into_iter()
+        .chain(manifests::of_kind(&objects, "RoleBinding"))
+    {
+        let role = binding["roleRef"]["name"].as_str().unwrap();
+        assert!(!names.contains(&role), "{role} is bound");
+    }
+    for values in [
+        &["--set", "singleNamespaceInstall=true"][..],
+        &["--set", "rbacEnable=false"],
+        &["--set", "rbac.create=false"],
+    ] {
+        let objects = tools.template("ops", values).unwrap();
+        assert!(user_roles(&objects).is_empty(), "{values:?}");
+    }
 }
 
 /// KubeRay's values for the operator's Pods: labels, annotations, priority class, security contexts laid over the
