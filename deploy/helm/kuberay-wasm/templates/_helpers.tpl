@@ -1,17 +1,23 @@
+{{/* The chart's name, or nameOverride (KubeRay's value): the app.kubernetes.io/name label and the full name's base. */}}
+{{- define "kuberay-wasm.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
 {{/* The release's full name: the names of the Deployment, ServiceAccount and roles. */}}
 {{- define "kuberay-wasm.fullname" -}}
+{{- $name := include "kuberay-wasm.name" . -}}
 {{- if .Values.fullnameOverride -}}
 {{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
-{{- else if contains .Chart.Name .Release.Name -}}
+{{- else if contains $name .Release.Name -}}
 {{- .Release.Name | trunc 63 | trimSuffix "-" -}}
 {{- else -}}
-{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 {{- end -}}
 
 {{/* The labels that select the operator's Pods. */}}
 {{- define "kuberay-wasm.selectorLabels" -}}
-app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/name: {{ include "kuberay-wasm.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
@@ -45,7 +51,7 @@ with "kind" and "name" of that one object (a Role).
 {{/* The operator's rules in the release's routing mode: direct's, and the proxy subresources in proxy mode. */}}
 {{- define "kuberay-wasm.rules" -}}
 {{ include "kuberay-wasm.rulesOf" (dict "root" . "file" "files/rbac.yaml") }}
-{{- if eq .Values.routing "proxy" }}
+{{- if eq (include "kuberay-wasm.settings" . | fromJson).routing "proxy" }}
 {{ include "kuberay-wasm.rulesOf" (dict "root" . "file" "files/rbac-proxy.yaml") }}
 {{- end -}}
 {{- end -}}

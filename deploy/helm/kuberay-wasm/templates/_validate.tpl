@@ -3,12 +3,25 @@ Checks of values that values.schema.json cannot express; each failure says what 
 Deployment, so `helm install` and `helm template` stop before anything is created.
 */}}
 {{- define "kuberay-wasm.validate" -}}
+{{- $settings := include "kuberay-wasm.settings" . | fromJson -}}
+{{- $leaderKey := ternary "leaderElection.enabled" "leaderElectionEnabled" (kindIs "invalid" .Values.leaderElectionEnabled) -}}
 {{- $replicas := int .Values.replicas -}}
-{{- if and (gt $replicas 1) (not .Values.leaderElection.enabled) -}}
-{{- fail (printf "replicas is %d with leaderElection.enabled false: every replica would reconcile and write each object as many times; enable leader election or set replicas to 1" $replicas) -}}
+{{- if and (gt $replicas 1) (not $settings.leaderElection) -}}
+{{- fail (printf "replicas is %d with %s false: every replica would reconcile and write each object as many times; enable leader election or set replicas to 1" $replicas $leaderKey) -}}
 {{- end -}}
-{{- if and (eq $replicas 0) .Values.leaderElection.enabled -}}
-{{- fail "replicas is 0 with leaderElection.enabled true: there is nothing to elect; set replicas >= 1, or disable leader election to scale the operator to zero" -}}
+{{- if and (eq $replicas 0) $settings.leaderElection -}}
+{{- fail (printf "replicas is 0 with %s true: there is nothing to elect; set replicas >= 1, or disable leader election to scale the operator to zero" $leaderKey) -}}
+{{- end -}}
+{{- if regexMatch "(^|/)kuberay/operator$" .Values.image.repository -}}
+{{- fail (printf "image.repository is %s, KubeRay's operator image, which cannot run this chart's Deployment (its arguments are kuberay-wasm's): set image.repository and image.tag to the kuberay-wasm image (deploy/image/Containerfile), or leave image out of the values for the chart's default" .Values.image.repository) -}}
+{{- end -}}
+{{- with .Values.batchScheduler -}}
+{{- if or .enabled .name -}}
+{{- fail (printf "batchScheduler (enabled: %v, name: %q) asks for a batch scheduler integration (Volcano, YuniKorn, Kai, scheduler-plugins), which kuberay-wasm does not implement yet (its operator refuses --batch-scheduler too): leave batchScheduler.enabled false and batchScheduler.name empty" (.enabled | default false) (toString (.name | default ""))) -}}
+{{- end -}}
+{{- end -}}
+{{- if and .Values.configuration .Values.configuration.enabled -}}
+{{- fail "configuration.enabled asks for KubeRay's Configuration file (--config), which kuberay-wasm does not support yet: leave it false; the values it would carry (leaderElectionEnabled, reconcileConcurrency, kubeClient, watchNamespace, featureGates, ...) are taken as flags, and the defaults for Ray Pods (defaultContainerEnvs, defaultPodAnnotations, defaultPodLabels, head and worker sidecars) are not available" -}}
 {{- end -}}
 {{- with .Values.plugins.volume -}}
 {{- if not (kindIs "map" .) -}}
@@ -23,9 +36,9 @@ Deployment, so `helm install` and `helm template` stop before anything is create
 {{- end -}}
 {{- end -}}
 {{- end -}}
-{{- range .Values.watchNamespaces -}}
+{{- range $settings.watchNamespaces -}}
 {{- if not (and (kindIs "string" .) (le (len .) 63) (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$" .)) -}}
-{{- fail (printf "watchNamespaces: %q is not a namespace name (a DNS-1123 label: at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit)" .) -}}
+{{- fail (printf "%s: %q is not a namespace name (a DNS-1123 label: at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit)" $settings.watchKey .) -}}
 {{- end -}}
 {{- end -}}
 {{- with .Values.pluginResources.registryCA -}}

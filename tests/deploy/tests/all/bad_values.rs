@@ -18,10 +18,10 @@ const CASES: &[(&[&str], &str)] = &[
         "replicas is 2 with leaderElection.enabled false",
     ),
     (&["--set", "concurrency=0"], "at '/concurrency': minimum"),
-    // KubeRay's name for watchNamespaces: refused, not ignored into a cluster-wide install.
+    // A key neither chart has is refused, not ignored (a misspelt watchNamespace would install cluster-wide).
     (
-        &["--set", "watchNamespace={team-a}"],
-        "additional properties 'watchNamespace' not allowed",
+        &["--set", "watchNamespaceList={team-a}"],
+        "at '': additional properties 'watchNamespaceList' not allowed",
     ),
     (
         &["--set", "featureGates[0].name=RayCronJob"],
@@ -91,6 +91,133 @@ const CASES: &[(&[&str], &str)] = &[
         &["--set", "disablePlugins={raycluster,ray job}"],
         "at '/disablePlugins/1': 'ray job' does not match pattern",
     ),
+    // KubeRay's values: unknown keys in its objects, wrong types and values.
+    (
+        &["--set", "logging.level=debug"],
+        "at '/logging': additional properties 'level' not allowed",
+    ),
+    (
+        &["--set", "metrics.serviceMonitor.port=http"],
+        "at '/metrics/serviceMonitor': additional properties 'port' not allowed",
+    ),
+    (
+        &["--set", "useKubernetesProxy=yes"],
+        "at '/useKubernetesProxy': got string, want boolean",
+    ),
+    (
+        &["--set", "logging.stdoutEncoder=xml"],
+        "at '/logging/stdoutEncoder': value must be one of '', 'json', 'console'",
+    ),
+    (
+        &["--set", "service.type=ExternalName"],
+        "at '/service/type': value must be one of 'ClusterIP', 'NodePort', 'LoadBalancer'",
+    ),
+    (&["--set", "service.port=0"], "at '/service/port': minimum"),
+    // The probes' timing only: what they probe is the chart's.
+    (
+        &["--set", "livenessProbe.httpGet.path=/metrics"],
+        "at '/livenessProbe': additional properties 'httpGet' not allowed",
+    ),
+    (
+        &["--set", "watchNamespace={team_a}"],
+        "watchNamespace: \"team_a\" is not a namespace name",
+    ),
+    (
+        &["--set", "leaderElectionEnabled=false"],
+        "replicas is 2 with leaderElectionEnabled false",
+    ),
+    (
+        &["--set", "labels.app\\.kubernetes\\.io/name=x"],
+        "labels: \"app.kubernetes.io/name\" is set by the chart",
+    ),
+    (
+        &["--set", "image.repository=quay.io/kuberay/operator"],
+        "image.repository is quay.io/kuberay/operator, KubeRay's operator image",
+    ),
+    (
+        &["-f", crate::kuberay_values::KUBERAY_DEFAULTS],
+        "image.repository is quay.io/kuberay/operator, KubeRay's operator image",
+    ),
+    // KubeRay's values for what kuberay-wasm does not do.
+    (
+        &["--set", "batchScheduler.enabled=true"],
+        "asks for a batch scheduler integration",
+    ),
+    (
+        &["--set", "batchScheduler.name=volcano"],
+        "batchScheduler (enabled: false, name: \"volcano\") asks for a batch scheduler integration",
+    ),
+    (
+        &["--set", "configuration.enabled=true"],
+        "configuration.enabled asks for KubeRay's Configuration file (--config), which kuberay-wasm does not support yet",
+    ),
+    (
+        &["--set", "logging.baseDir=/var/log/kuberay"],
+        "logging.baseDir (\"/var/log/kuberay\") and logging.fileName (\"\") ask for a log file",
+    ),
+    (
+        &["--set", "logging.fileName=operator.log"],
+        "ask for a log file, which kuberay-wasm does not write",
+    ),
+    (
+        &[
+            "--set",
+            "singleNamespaceInstall=true",
+            "--set",
+            "pluginResources.enabled=true",
+        ],
+        "singleNamespaceInstall (KubeRay's value) installs no cluster-wide RBAC, and pluginResources.enabled needs",
+    ),
+    // A KubeRay value and the chart's for the same setting, both set and different.
+    (
+        &[
+            "--set",
+            "watchNamespace={team-a}",
+            "--set",
+            "watchNamespaces={team-b}",
+        ],
+        "watchNamespace (KubeRay's name) is [team-a] and watchNamespaces is [team-b]",
+    ),
+    (
+        &["--set", "useKubernetesProxy=false", "--set", "routing=proxy"],
+        "useKubernetesProxy (KubeRay's name) is false and routing is proxy",
+    ),
+    (
+        &[
+            "--set",
+            "leaderElectionEnabled=true",
+            "--set",
+            "leaderElection.enabled=false",
+        ],
+        "leaderElectionEnabled (KubeRay's name) is true and leaderElection.enabled is false",
+    ),
+    (
+        &["--set", "rbacEnable=true", "--set", "rbac.create=false"],
+        "rbacEnable (KubeRay's name) is true and rbac.create is false",
+    ),
+    (
+        &["--set", "logging.stdoutEncoder=json", "--set", "logFormat=text"],
+        "logging.stdoutEncoder (KubeRay's value) is json and logFormat is text",
+    ),
+    (
+        &["--set", "labels.team=a", "--set", "podLabels.team=b"],
+        "labels (KubeRay's value) and podLabels both set \"team\", to different values (a and b)",
+    ),
+    (
+        &["--set", "annotations.owner=a", "--set", "podAnnotations.owner=b"],
+        "annotations (KubeRay's value) and podAnnotations both set \"owner\"",
+    ),
+    (
+        &[
+            "--set",
+            "metrics.serviceMonitor.enabled=true",
+            "--set",
+            "metrics.serviceMonitor.additionalLabels.release=a",
+            "--set",
+            "metrics.serviceMonitor.labels.release=b",
+        ],
+        "metrics.serviceMonitor.additionalLabels (KubeRay's value) and metrics.serviceMonitor.labels both set \"release\"",
+    ),
 ];
 
 #[test]
@@ -120,6 +247,42 @@ fn values_that_make_sense_render() {
             "disablePlugins={raycluster}",
         ],
         &["--set", "pluginResources.enabled=false"],
+        // KubeRay's values agreeing with the chart's.
+        &["--set", "watchNamespace={a,b}", "--set", "watchNamespaces={b,a}"],
+        &["--set", "useKubernetesProxy=true", "--set", "routing=proxy"],
+        &["--set", "leaderElectionEnabled=true"],
+        &[
+            "--set",
+            "leaderElectionEnabled=false",
+            "--set",
+            "leaderElection.enabled=false",
+            "--set",
+            "replicas=1",
+        ],
+        &["--set", "rbacEnable=false", "--set", "rbac.create=false"],
+        &[
+            "--set",
+            "logging.stdoutEncoder=console",
+            "--set",
+            "logFormat=text",
+        ],
+        &["--set", "logging.stdoutEncoder=json", "--set", "logFormat=auto"],
+        &["--set", "labels.team=a", "--set", "podLabels.team=a"],
+        &[
+            "--set",
+            "singleNamespaceInstall=true",
+            "--set",
+            "pluginResources.enabled=false",
+        ],
+        // Without RBAC from the chart, the ClusterRole ReconcilePlugin resources need is someone else's.
+        &[
+            "--set",
+            "singleNamespaceInstall=true",
+            "--set",
+            "rbacEnable=false",
+            "--set",
+            "pluginResources.enabled=true",
+        ],
     ] {
         tools.template("ops", values).unwrap();
     }

@@ -20,7 +20,17 @@ fn the_chart_lints_clean_in_strict_mode() {
     helm.args(["lint", "--strict", CHART]);
     let out = stdout_of(helm).unwrap();
     assert!(out.contains("0 chart(s) failed"), "{out}");
-    for values in [["--set", "routing=proxy"], ["--set", "watchNamespaces={a,b}"]] {
+    for values in [
+        &["--set", "routing=proxy"][..],
+        &["--set", "watchNamespaces={a,b}"],
+        &["--set", "singleNamespaceInstall=true"],
+        &[
+            "-f",
+            crate::kuberay_values::KUBERAY_DEFAULTS,
+            "--set",
+            "image.repository=kuberay-wasm",
+        ],
+    ] {
         let mut helm = tools.helm();
         helm.args(["lint", "--strict", CHART]).args(values);
         stdout_of(helm).unwrap();
@@ -67,10 +77,11 @@ fn the_defaults_render_two_leader_elected_replicas_with_direct_routing_in_every_
 
     let sources = Sources::read().unwrap();
     assert_eq!(
-        granted_by(&objects, "ClusterRole", None).unwrap(),
+        granted_by(&operator_rbac(&objects), "ClusterRole", None).unwrap(),
         union(&sources.direct, &sources.plugins)
     );
     assert_plugin_roles(&objects, &sources, "ops");
+    assert_eq!(user_roles(&objects).len(), 6);
     assert_eq!(
         sorted(kinds(&objects, "ClusterRoleBinding")),
         ["kuberay-wasm", "kuberay-wasm-plugins"]
@@ -144,7 +155,7 @@ fn proxy_routing_adds_the_flag_and_the_proxy_rules_and_nothing_else() {
     let args = container_args(one(&objects, "Deployment").unwrap());
     assert!(args.contains(&"--use-kubernetes-proxy".into()), "{args:?}");
     assert_eq!(
-        granted_by(&objects, "ClusterRole", None).unwrap(),
+        granted_by(&operator_rbac(&objects), "ClusterRole", None).unwrap(),
         union(&sources.watched(true), &sources.plugins)
     );
     assert!(!sources.proxy.is_empty() && sources.proxy.is_disjoint(&sources.direct));
@@ -165,9 +176,10 @@ fn watched_namespaces_get_a_role_each_and_no_cluster_role_but_the_plugin_resourc
             ],
         )
         .unwrap();
-    // ReconcilePlugin resources are cluster-scoped: their rules alone are granted cluster-wide.
+    // ReconcilePlugin resources are cluster-scoped: their rules alone are granted cluster-wide (to the operator; the
+    // editor and viewer ClusterRoles are for people, as KubeRay's chart creates them with watchNamespace too).
     assert_eq!(
-        granted_by(&objects, "ClusterRole", None).unwrap(),
+        granted_by(&operator_rbac(&objects), "ClusterRole", None).unwrap(),
         sources.plugins
     );
     assert_eq!(kinds(&objects, "ClusterRoleBinding"), ["kuberay-wasm-plugins"]);
@@ -277,7 +289,10 @@ fn plugin_resources_disabled_pass_the_flag_and_grant_nothing_for_them() {
     );
     let volumes = &deployment["spec"]["template"]["spec"]["volumes"];
     assert!(!volumes.to_string().contains("plugin-registry-ca"), "{volumes}");
-    assert_eq!(granted_by(&objects, "ClusterRole", None).unwrap(), sources.direct);
+    assert_eq!(
+        granted_by(&operator_rbac(&objects), "ClusterRole", None).unwrap(),
+        sources.direct
+    );
     assert_eq!(
         granted_by(&objects, "Role", Some("ops")).unwrap(),
         sources.leader_election
@@ -437,6 +452,23 @@ pub fn assert_secure(pod: &Value) {
     assert_eq!(security["readOnlyRootFilesystem"], true);
     assert_eq!(security["allowPrivilegeEscalation"], false);
     assert_eq!(security["capabilities"]["drop"], serde_json::json!(["ALL"]));
+}
+
+/// Whether `object` is one of the editor and viewer ClusterRoles of the Ray kinds, which are for people (KubeRay's
+/// `<kind>-editor-role` and `<kind>-viewer-role`, named after the release here).
+pub fn is_user_role(object: &Value) -> bool {
+    let name = manifests::name(object);
+    object["kind"] == "ClusterRole" && (name.ends_with("-editor-role") || name.ends_with("-viewer-role"))
+}
+
+/// The editor and viewer ClusterRoles of `objects`.
+pub fn user_roles(objects: &[Value]) -> Vec<&Value> {
+    objects.iter().filter(|o| is_user_role(o)).collect()
+}
+
+/// `objects` without the editor and viewer ClusterRoles: what grants the operator its rights.
+pub fn operator_rbac(objects: &[Value]) -> Vec<Value> {
+    objects.iter().filter(|o| !is_user_role(o)).cloned().collect()
 }
 
 /// The names of the objects of `kind`.

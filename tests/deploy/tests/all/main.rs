@@ -1,5 +1,6 @@
 //! The install artifacts in `deploy/`: what the Helm chart renders for each value that matters and refuses
-//! for values that make no sense (`chart.rs`, `bad_values.rs`), the kustomize overlays and their agreement
+//! for values that make no sense (`chart.rs`, `bad_values.rs`), KubeRay's chart values with KubeRay's meaning
+//! (`kuberay_values.rs`), the kustomize overlays and their agreement
 //! with the chart (`kustomize.rs`), the documented permissions (`docs.rs`), and the rights a ServiceAccount
 //! really has once each is installed into the test environment's control plane (`install.rs`), and the
 //! installed chart's operator running in its Pods (`incluster.rs`): two replicas handing leadership over
@@ -19,6 +20,7 @@ mod docs;
 mod failover;
 mod incluster;
 mod install;
+mod kuberay_values;
 mod kustomize;
 mod plugin_resource;
 mod proxy_rayjob;
