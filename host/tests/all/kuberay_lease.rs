@@ -1,19 +1,21 @@
 //! KubeRay's operator and ours on one Lease: both elect their leader on `ray-operator-leader` (KubeRay's
 //! name, our default), so in one namespace only one of them reconciles. KubeRay's real operator
 //! (`make kuberay-operator`) leads first and ours stands by, writing nothing; when KubeRay's dies without
-//! releasing the Lease, ours takes it over once it expires and reconciles.
+//! releasing the Lease, ours takes it over once it expires and reconciles. And the whole switch, both ways,
+//! with no Pod deleted or recreated.
 
-use std::{path::PathBuf, process::Stdio, time::Duration};
+use std::{collections::BTreeMap, path::PathBuf, process::Stdio, time::Duration};
 
 use k8s_openapi::api::{coordination::v1::Lease, core::v1::Pod};
 use kube::Api;
-use kuberay_testenv::{TestNamespace, workloads::real_ray::http_get};
+use kuberay_testenv::{TestNamespace, fixtures::small_cluster, workloads::real_ray::http_get};
+use serde_json::json;
 
 use crate::{
     leadership::{create_cluster, holder_of},
     support::{
-        env, eventually, free_addr, namespace, plugins_dir_with, pods, scratch_dir, shared_cache_dir,
-        test_policy_file,
+        apply, env, eventually, free_addr, namespace, plugins_dir_with, pods, rayclusters, ready_cluster,
+        scratch_dir, shared_cache_dir, test_policy_file,
     },
 };
 
@@ -79,7 +81,11 @@ fn start_ours(kubeconfig: &std::path::Path, ns: &str, metrics_port: u16) -> toki
         .env("RUST_LOG", "warn")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        // Its warnings (refusals among them) are kept with the test's scratch files.
+        .stderr(
+            std::fs::File::create(scratch_dir("kuberay-lease").join(format!("ours-{ns}.log")))
+                .map_or_else(|_| Stdio::null(), Stdio::from),
+        )
         .kill_on_drop(true)
         .spawn()
         .expect("starting our operator")
@@ -171,4 +177,172 @@ async fn kuberays_operator_and_ours_never_lead_at_once_on_kuberays_lease() {
     create_cluster(&client, &ns, "under-ours").await;
     let managers = head_managers(&client, &ns, "under-ours").await;
     assert!(ours(&managers), "the head Pod is not ours: {managers:?}");
+}
+
+/// Every Pod of the namespace by name, with its uid.
+async fn pod_uids(client: &kube::Client, ns: &TestNamespace) -> BTreeMap<String, String> {
+    pods(client, ns, "ray.io/is-ray-node=yes")
+        .await
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter_map(|p| Some((p.metadata.name?, p.metadata.uid?)))
+        .collect()
+}
+
+/// The sum of a labelled metric of ours over the series whose labels contain `needle`.
+async fn our_sum(port: u16, name: &str, needle: &str) -> f64 {
+    let text = http_get(
+        &format!("http://127.0.0.1:{port}/metrics"),
+        Duration::from_secs(2),
+    )
+    .await
+    .unwrap_or_default();
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{name}{{")) && l.contains(needle))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+fn cluster(name: &str, recreate: bool) -> serde_json::Value {
+    let mut spec = small_cluster();
+    spec["workerGroupSpecs"] = json!([{
+        "groupName": "small", "replicas": 1, "minReplicas": 0, "maxReplicas": 4, "rayStartParams": {},
+        "template": {"spec": {"containers": [{"name": "ray-worker", "image": "rayproject/ray:2.52.0"}]}},
+    }]);
+    if recreate {
+        spec["upgradeStrategy"] = json!({"type": "Recreate"});
+    }
+    json!({"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": name}, "spec": spec})
+}
+
+/// The switch a platform team makes: KubeRay's operator runs two RayClusters (one with `upgradeStrategy:
+/// Recreate`, whose Pods carry KubeRay's spec hash); it is replaced by ours, started with KubeRay's flags,
+/// which takes them over without deleting or recreating a Pod; edits then behave as under KubeRay (a scale-up
+/// adds a worker, a template change under Recreate recreates the Pods); and the switch back to KubeRay
+/// restarts no Pod either.
+#[tokio::test]
+async fn switching_from_kuberay_and_back_restarts_no_pod() {
+    let env = env().await;
+    let client = env.client().await.unwrap();
+    let ns = namespace(env, "kuberay-switch").await;
+    let leases: Api<Lease> = Api::namespaced(client.clone(), ns.name());
+    let log = scratch_dir("kuberay-switch").join("kuberay-operator.log");
+    let kubeconfig = env.kubeconfig().to_path_buf();
+    let clusters = rayclusters(&client, &ns);
+
+    let mut kuberay = start_kuberay(&kubeconfig, ns.name(), &log);
+    let kuberays = eventually("KubeRay to lead", Duration::from_secs(60), || {
+        holder_of(&leases, LEASE)
+    })
+    .await;
+    apply(&clusters, &cluster("plain", false)).await;
+    apply(&clusters, &cluster("recreate", true)).await;
+    ready_cluster(&client, &ns, "plain").await;
+    ready_cluster(&client, &ns, "recreate").await;
+    let under_kuberay = pod_uids(&client, &ns).await;
+    assert_eq!(under_kuberay.len(), 4, "{under_kuberay:?}");
+
+    // KubeRay goes (killed: its Lease expires), ours comes with KubeRay's flags.
+    kuberay.kill().await.expect("killing KubeRay's operator");
+    let port = free_port();
+    let mut ours = start_ours(&kubeconfig, ns.name(), port);
+    eventually("our operator to lead", Duration::from_secs(90), || async {
+        our_metric(port, "kuberay_wasm_leader")
+            .await
+            .filter(|l| *l == 1.0)
+    })
+    .await;
+    let reconciled = r#"controller="raycluster""#;
+    // A settled cluster is reconciled once, then every 5 minutes.
+    eventually(
+        "our reconciles of both clusters",
+        Duration::from_secs(60),
+        || async {
+            (our_sum(port, "controller_runtime_reconcile_total", reconciled).await >= 2.0).then_some(())
+        },
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(
+        pod_uids(&client, &ns).await,
+        under_kuberay,
+        "our take-over changed Pods"
+    );
+    ready_cluster(&client, &ns, "plain").await;
+    ready_cluster(&client, &ns, "recreate").await;
+
+    // Edits behave as under KubeRay: a scale-up adds a worker and keeps the rest...
+    let mut scaled = cluster("plain", false);
+    scaled["spec"]["workerGroupSpecs"][0]["replicas"] = json!(2);
+    apply(&clusters, &scaled).await;
+    let after_scale = eventually("a second worker", Duration::from_secs(60), || async {
+        let now = pod_uids(&client, &ns).await;
+        (now.len() == 5).then_some(now)
+    })
+    .await;
+    assert!(
+        under_kuberay
+            .iter()
+            .all(|(name, uid)| after_scale.get(name) == Some(uid)),
+        "the scale-up replaced Pods: {under_kuberay:?} -> {after_scale:?}"
+    );
+    // ...and a template change under Recreate replaces the cluster's Pods, once ours has stamped the head
+    // Pod KubeRay made with its own version and hash (KubeRay's way with Pods of another version).
+    let head = "ray.io/cluster=recreate,ray.io/node-type=head";
+    let stamped = eventually(
+        "our version on the Recreate cluster's head",
+        Duration::from_secs(30),
+        || async {
+            let pod = pods(&client, &ns, head).await.into_iter().next()?;
+            let annotations = pod.metadata.annotations.unwrap_or_default();
+            (annotations.get("ray.io/kuberay-version").map(String::as_str) == Some("v1.7.0"))
+                .then_some(annotations)
+        },
+    )
+    .await;
+    assert!(
+        stamped.contains_key("ray.io/upgrade-strategy-recreate-hash"),
+        "{stamped:?}"
+    );
+    let mut changed = cluster("recreate", true);
+    changed["spec"]["headGroupSpec"]["template"]["metadata"] = json!({"labels": {"team": "b"}});
+    apply(&clusters, &changed).await;
+    let recreated = |pods: &BTreeMap<String, String>| {
+        under_kuberay
+            .iter()
+            .filter(|(name, _)| name.starts_with("recreate-"))
+            .all(|(name, _)| !pods.contains_key(name))
+    };
+    let after_recreate = eventually(
+        "the Recreate cluster's new Pods",
+        Duration::from_secs(90),
+        || async {
+            let now = pod_uids(&client, &ns).await;
+            (recreated(&now) && now.keys().filter(|n| n.starts_with("recreate-")).count() == 2).then_some(now)
+        },
+    )
+    .await;
+    ready_cluster(&client, &ns, "recreate").await;
+    let settled = pod_uids(&client, &ns).await;
+    assert_eq!(settled.len(), 5, "{after_recreate:?} then {settled:?}");
+
+    // And back: ours goes, KubeRay comes, and no Pod changes.
+    ours.kill().await.expect("killing our operator");
+    let _kuberay = start_kuberay(&kubeconfig, ns.name(), &log);
+    eventually("KubeRay to lead again", Duration::from_secs(90), || async {
+        holder_of(&leases, LEASE)
+            .await
+            .filter(|h| h.as_str() != kuberays.as_str())
+            .filter(|h| !h.starts_with("kuberay-wasm"))
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    assert_eq!(
+        pod_uids(&client, &ns).await,
+        settled,
+        "KubeRay's take-over changed Pods; its log:\n{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    ready_cluster(&client, &ns, "plain").await;
+    ready_cluster(&client, &ns, "recreate").await;
 }

@@ -156,7 +156,7 @@ async fn a_resource_rolls_a_plugin_out_back_and_refuses_bad_versions_while_the_o
                          "rbac.authorization.k8s.io/v1/RoleBinding", "networking.k8s.io/v1/Ingress", "batch/v1/Job", "v1/Secret"],
                 "verbs": {
                     "ray.io/v1/RayCluster": ["apply-status", "finalize", "record-event"],
-                    "v1/Pod": ["get", "list", "create", "delete"],
+                    "v1/Pod": ["get", "list", "create", "apply", "delete"],
                     "v1/Service": ["get", "list", "apply"],
                     "v1/ServiceAccount": ["get", "apply"],
                 },

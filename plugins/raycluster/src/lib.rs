@@ -56,7 +56,7 @@ impl Plugin for RayClusterPlugin {
 
     fn metadata() -> PluginMetadata {
         let owned = [
-            (Kind::of::<Pod>(), vec![Get, List, Create, Delete]),
+            (Kind::of::<Pod>(), vec![Get, List, Create, Apply, Delete]),
             (Kind::of::<Service>(), vec![Get, List, Apply]),
             (Kind::of::<ServiceAccount>(), vec![Get, Apply]),
             (Kind::of::<Role>(), vec![Get, Apply]),

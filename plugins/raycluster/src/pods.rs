@@ -55,19 +55,55 @@ fn delete_all_or_fail<H: Host>(ctx: &Ctx<'_, H>, why: &str) -> Result<(), Failur
     }
 }
 
-/// Whether the head Pod was built from another spec than the current one (ignoring Pods made by another
-/// operator version, whose hash is not comparable).
+/// Whether the head Pod was made by another operator version (KubeRay's before a switch, or another
+/// release), whose spec hash is not comparable with this one's.
+fn other_version(head: &Pod) -> bool {
+    head.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(annotations::KUBERAY_VERSION))
+        .is_some_and(|v| !v.is_empty() && v != KUBERAY_VERSION)
+}
+
+/// Whether the head Pod was built from another spec than the current one.
 fn spec_changed(head: Option<&Pod>, hash: &str) -> bool {
-    let Some(annotations) = head.and_then(|p| p.metadata.annotations.as_ref()) else {
-        return false;
-    };
-    let version = annotations.get(annotations::KUBERAY_VERSION).map(String::as_str);
-    if version.is_some_and(|v| !v.is_empty() && v != KUBERAY_VERSION) {
-        return false;
-    }
-    annotations
-        .get(annotations::RAY_UPGRADE_STRATEGY_RECREATE_HASH)
+    head.and_then(|p| p.metadata.annotations.as_ref())
+        .and_then(|a| a.get(annotations::RAY_UPGRADE_STRATEGY_RECREATE_HASH))
         .is_some_and(|h| !h.is_empty() && h != hash)
+}
+
+/// KubeRay's answer to a head Pod of another operator version under `Recreate`: no re-creation, but the Pod
+/// is stamped with this version and the current spec's hash, so that the next change of the spec is seen.
+/// (Without it, a cluster taken over from KubeRay would never be re-created again.) A failed stamp is logged
+/// and tried again next time, as KubeRay does.
+fn stamp_version<H: Host>(ctx: &Ctx<'_, H>, head: &Pod, hash: &str) {
+    let stamp = Pod {
+        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            name: head.metadata.name.clone(),
+            namespace: head.metadata.namespace.clone(),
+            annotations: Some(
+                [
+                    (annotations::RAY_UPGRADE_STRATEGY_RECREATE_HASH, hash),
+                    (annotations::KUBERAY_VERSION, KUBERAY_VERSION),
+                ]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ),
+            ..Default::default()
+        },
+        ..Pod::default()
+    };
+    if let Err(e) = ctx.apply(&stamp) {
+        ctx.log(
+            LogLevel::Warn,
+            &format!(
+                "could not stamp head Pod {} with this version's spec hash: {}",
+                pod_state::name(head),
+                e.message()
+            ),
+        );
+    }
 }
 
 pub fn reconcile_pods<H: Host>(ctx: &Ctx<'_, H>) -> Result<(), Failure> {
@@ -84,7 +120,11 @@ pub fn reconcile_pods<H: Host>(ctx: &Ctx<'_, H>) -> Result<(), Failure> {
 
     let hash = kuberay_rules::hash::recreate_hash(&cluster.spec);
     let heads = ctx.pods(&labels::head_pods(&ctx.id.name))?;
-    if upgrade::recreate(&cluster.spec) && spec_changed(heads.first(), &hash) {
+    if upgrade::recreate(&cluster.spec)
+        && let Some(head) = heads.first().filter(|h| other_version(h))
+    {
+        stamp_version(ctx, head, &hash);
+    } else if upgrade::recreate(&cluster.spec) && spec_changed(heads.first(), &hash) {
         let why = format!(
             "Deleted all Pods for RayCluster {} due to spec change with Recreate upgradeStrategy",
             ctx.key()

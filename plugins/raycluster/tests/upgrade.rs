@@ -32,7 +32,10 @@ fn kuberays_hash(cluster: &Value) -> String {
         "{} is missing: `make kuberay-hash` builds it (`make test` does)",
         oracle.display()
     );
-    let file = std::env::temp_dir().join(format!("kuberay-hash-upgrade-{}.json", std::process::id()));
+    // Tests run at once: one file per call.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let file = std::env::temp_dir().join(format!("kuberay-hash-upgrade-{}-{call}.json", std::process::id()));
     std::fs::write(&file, serde_json::to_vec(cluster).unwrap()).unwrap();
     let output = Command::new(oracle).arg("hash").arg(&file).output().unwrap();
     std::fs::remove_file(&file).unwrap();
@@ -80,7 +83,7 @@ fn pods_with_the_current_hash_are_kept_and_others_replaced() {
 }
 
 #[test]
-fn pods_of_another_operator_version_are_kept() {
+fn pods_of_another_operator_version_are_kept_and_stamped_with_this_one() {
     let host = host(recreating(1));
     settle(&host, 3);
     let head = name(&heads(&host)[0]);
@@ -91,4 +94,18 @@ fn pods_of_another_operator_version_are_kept() {
     host.clear_writes();
     reconcile(&host).unwrap_or_else(|e| panic!("{e}"));
     assert!(deletes(&host).is_empty());
+    // As KubeRay does, the head is stamped with this version and the spec's hash instead...
+    assert_eq!(
+        head_annotation(&host, VERSION),
+        json!(kuberay_rules::consts::KUBERAY_VERSION)
+    );
+    let cluster = host.primary();
+    assert_eq!(head_annotation(&host, HASH), json!(kuberays_hash(&cluster)));
+    // ...so that the next change of the spec re-creates the Pods (a cluster taken over from KubeRay).
+    edit(&host, |c| {
+        c["spec"]["headGroupSpec"]["template"]["metadata"] = json!({"labels": {"team": "b"}})
+    });
+    host.clear_writes();
+    reconcile(&host).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(deletes(&host).len(), 2);
 }

@@ -97,15 +97,14 @@ fn deletion_rules_run_one_at_a_time_most_destructive_first() {
         host.writes(),
         vec![Write::Apply(ray_cluster_kind(), cluster.clone())]
     );
-    let applied = get(&host, &ray_cluster_kind(), &cluster).expect("cluster");
+    let applied = host.last_applied(&ray_cluster_kind(), &cluster).expect("an apply");
     let mut groups = before["spec"]["workerGroupSpecs"].clone();
     groups[0]["suspend"] = json!(true);
     assert_eq!(applied["spec"], json!({"workerGroupSpecs": groups}));
-    // The FakeHost stores what was applied; the API server merges it into the cluster.
-    host.update(&ray_cluster_kind(), &cluster, |c| {
-        *c = before.clone();
-        c["spec"]["workerGroupSpecs"] = groups.clone();
-    });
+    // Merged into the cluster, as the API server merges a server-side apply.
+    let merged = get(&host, &ray_cluster_kind(), &cluster).expect("cluster");
+    assert_eq!(merged["spec"]["headGroupSpec"], before["spec"]["headGroupSpec"]);
+    assert_eq!(merged["spec"]["workerGroupSpecs"], groups);
     assert_eq!(
         event(&host, "UpdatedRayCluster").map(|e| e.note),
         Some(format!(

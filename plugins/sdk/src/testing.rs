@@ -49,6 +49,9 @@ pub struct FakeHost {
     refused: RefCell<BTreeMap<Kind, HostError>>,
     statuses: RefCell<Vec<Value>>,
     config: serde_json::Map<String, Value>,
+    /// What the plugin last applied to each object: the fields it owns, as the API server's field manager
+    /// tracks them.
+    applied: RefCell<BTreeMap<(Kind, String), Value>>,
 }
 
 impl FakeHost {
@@ -85,6 +88,7 @@ impl FakeHost {
             refused: RefCell::default(),
             statuses: RefCell::default(),
             config: serde_json::Map::new(),
+            applied: RefCell::default(),
         }
     }
 
@@ -222,6 +226,12 @@ impl FakeHost {
         self.events.borrow_mut().clear();
         self.lists.borrow_mut().clear();
         self.statuses.borrow_mut().clear();
+    }
+
+    /// What the plugin last applied to the object (the fields it owns), as it sent it; the stored object is
+    /// that merged into what other writers set, as the API server merges a server-side apply.
+    pub fn last_applied(&self, kind: &Kind, name: &str) -> Option<Value> {
+        self.applied.borrow().get(&(kind.clone(), name.to_string())).cloned()
     }
 
     /// Every status the plugin applied since the last [`FakeHost::clear_writes`], in order.
@@ -437,6 +447,50 @@ impl FakeHost {
     }
 }
 
+/// A server-side apply by one field manager, as the API server merges it into the live object: the fields the
+/// manager applied last time (`previous`) and leaves out now are removed, then the applied fields are laid over
+/// the live object (objects merged key by key, lists and values replaced); fields other writers set stay.
+fn server_side_apply(live: &Value, previous: Option<&Value>, applied: &Value) -> Value {
+    fn prune(live: &mut Value, previous: &Value, applied: &Value) {
+        let (Some(live), Some(previous)) = (live.as_object_mut(), previous.as_object()) else {
+            return;
+        };
+        for (key, before) in previous {
+            match applied.get(key) {
+                None => {
+                    live.remove(key);
+                }
+                Some(now) => {
+                    if let Some(field) = live.get_mut(key) {
+                        prune(field, before, now);
+                    }
+                }
+            }
+        }
+    }
+    fn merge(live: &mut Value, applied: &Value) {
+        match (live.as_object_mut(), applied.as_object()) {
+            (Some(live), Some(applied)) => {
+                for (key, value) in applied {
+                    match live.get_mut(key) {
+                        Some(field) => merge(field, value),
+                        None => {
+                            live.insert(key.clone(), value.clone());
+                        }
+                    }
+                }
+            }
+            _ => *live = applied.clone(),
+        }
+    }
+    let mut merged = live.clone();
+    if let Some(previous) = previous {
+        prune(&mut merged, previous, applied);
+    }
+    merge(&mut merged, applied);
+    merged
+}
+
 impl Host for FakeHost {
     fn get(&self, kind: &Kind, name: &str) -> Result<Option<Value>, HostError> {
         self.served(kind)?;
@@ -508,7 +562,7 @@ impl Host for FakeHost {
         if let Some(applied) = self.apply_to_grandchild(object)? {
             return Ok(applied);
         }
-        let (kind, mut object) = self.adopt(object)?;
+        let (kind, object) = self.adopt(object)?;
         let name = object
             .pointer("/metadata/name")
             .and_then(Value::as_str)
@@ -522,8 +576,13 @@ impl Host for FakeHost {
                 .map_err(|e| format!("{kind} {name}: {e}"))
         })?;
         self.admitted(&kind)?;
-        let uid = current.and_then(|o| o.pointer("/metadata/uid").cloned());
+        let previous = self.applied.borrow_mut().insert(key.clone(), object.clone());
+        let uid = current.as_ref().and_then(|o| o.pointer("/metadata/uid").cloned());
         let uid = uid.unwrap_or_else(|| json!(self.next("uid")));
+        let mut object = match &current {
+            Some(live) => server_side_apply(live, previous.as_ref(), &object),
+            None => object,
+        };
         if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
             meta.insert("uid".into(), uid);
         }
