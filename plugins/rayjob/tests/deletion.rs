@@ -97,7 +97,9 @@ fn deletion_rules_run_one_at_a_time_most_destructive_first() {
         host.writes(),
         vec![Write::Apply(ray_cluster_kind(), cluster.clone())]
     );
-    let applied = host.last_applied(&ray_cluster_kind(), &cluster).expect("an apply");
+    let applied = host
+        .last_applied(&ray_cluster_kind(), &cluster)
+        .expect("an apply");
     let mut groups = before["spec"]["workerGroupSpecs"].clone();
     groups[0]["suspend"] = json!(true);
     assert_eq!(applied["spec"], json!({"workerGroupSpecs": groups}));

@@ -3,6 +3,10 @@
 //! applied objects get a controller owner reference to the reconciled object; foreign owner references,
 //! finalizers other than the plugin's declared one, applies to objects the reconciled object does not
 //! control and deletes of objects it does not control are refused), and records what the plugin did.
+//! Built with [`FakeHost::for_plugin`], it also refuses every call of a verb the plugin did not declare, as
+//! the operator's grant does; an apply is merged into the live object as the API server merges a server-side
+//! apply. What it does not judge (the administrator's policy, provenance and content rules, Pod Security,
+//! budgets): `kuberay_wasm::authoring::CheckedHost` does, with the operator's own code.
 
 use std::{
     cell::{Cell, RefCell},
@@ -13,7 +17,7 @@ use std::{
 use serde_json::{Value, json};
 
 use crate::{
-    Event, Host, HostError, Kind, LogLevel, Plugin, RayRequest, RayResponse,
+    Event, Host, HostError, Kind, LogLevel, Plugin, RayRequest, RayResponse, Verb,
     ownership::{self, Writer},
     selector::Selector,
 };
@@ -52,6 +56,8 @@ pub struct FakeHost {
     /// What the plugin last applied to each object: the fields it owns, as the API server's field manager
     /// tracks them.
     applied: RefCell<BTreeMap<(Kind, String), Value>>,
+    /// With [`FakeHost::for_plugin`], the plugin's name and the verbs it declared on each kind.
+    declared: Option<(String, BTreeMap<Kind, BTreeSet<Verb>>)>,
 }
 
 impl FakeHost {
@@ -89,14 +95,25 @@ impl FakeHost {
             statuses: RefCell::default(),
             config: serde_json::Map::new(),
             applied: RefCell::default(),
+            declared: None,
         }
     }
 
-    /// A host reconciling `primary` for plugin `P`: the plugin's declared finalizer is the one it may set.
+    /// A host reconciling `primary` for plugin `P`: the plugin's declared finalizer is the one it may set,
+    /// and a call of a verb it did not declare on a kind (its metadata's `capabilities`) is refused, as the
+    /// operator refuses it: no grant holds more than the plugin asked for.
     pub fn for_plugin<P: Plugin>(primary: Value) -> Self {
-        let finalizer = P::metadata().finalizer;
+        let metadata = P::metadata();
+        let mut declared: BTreeMap<Kind, BTreeSet<Verb>> = BTreeMap::new();
+        for capability in metadata.capabilities {
+            declared
+                .entry(capability.kind)
+                .or_default()
+                .extend(capability.verbs);
+        }
         Self {
-            finalizer,
+            finalizer: metadata.finalizer,
+            declared: Some((metadata.name, declared)),
             ..Self::new(primary)
         }
     }
@@ -141,6 +158,18 @@ impl FakeHost {
             Some(error) => refused.insert(kind, error),
             None => refused.remove(&kind),
         };
+    }
+
+    /// Refuses `call` (the host call's name) of `verb` on `kind` if the plugin did not declare it.
+    fn granted(&self, call: &str, verb: Verb, kind: &Kind) -> Result<(), HostError> {
+        match &self.declared {
+            Some((plugin, declared)) if !declared.get(kind).is_some_and(|v| v.contains(&verb)) => {
+                Err(HostError::Forbidden(format!(
+                    "plugin {plugin} is not granted {call} on {kind} (it does not ask for it in its metadata)"
+                )))
+            }
+            _ => Ok(()),
+        }
     }
 
     fn admitted(&self, kind: &Kind) -> Result<(), HostError> {
@@ -231,7 +260,10 @@ impl FakeHost {
     /// What the plugin last applied to the object (the fields it owns), as it sent it; the stored object is
     /// that merged into what other writers set, as the API server merges a server-side apply.
     pub fn last_applied(&self, kind: &Kind, name: &str) -> Option<Value> {
-        self.applied.borrow().get(&(kind.clone(), name.to_string())).cloned()
+        self.applied
+            .borrow()
+            .get(&(kind.clone(), name.to_string()))
+            .cloned()
     }
 
     /// Every status the plugin applied since the last [`FakeHost::clear_writes`], in order.
@@ -493,6 +525,7 @@ fn server_side_apply(live: &Value, previous: Option<&Value>, applied: &Value) ->
 
 impl Host for FakeHost {
     fn get(&self, kind: &Kind, name: &str) -> Result<Option<Value>, HostError> {
+        self.granted("get", Verb::Get, kind)?;
         self.served(kind)?;
         if *kind == self.primary_kind
             && self
@@ -515,6 +548,7 @@ impl Host for FakeHost {
         self.lists
             .borrow_mut()
             .push((kind.clone(), label_selector.to_string()));
+        self.granted("list", Verb::List, kind)?;
         self.served(kind)?;
         let selector = Selector::parse(label_selector).map_err(|e| HostError::Invalid(e.to_string()))?;
         Ok(self
@@ -525,6 +559,9 @@ impl Host for FakeHost {
     }
 
     fn create(&self, object: &Value) -> Result<Value, HostError> {
+        if let Some(kind) = Kind::of_object(object) {
+            self.granted("create", Verb::Create, &kind)?;
+        }
         let (kind, mut object) = self.adopt(object)?;
         self.served(&kind)?;
         self.admitted(&kind)?;
@@ -557,6 +594,7 @@ impl Host for FakeHost {
 
     fn apply(&self, object: &Value) -> Result<Value, HostError> {
         if let Some(kind) = Kind::of_object(object) {
+            self.granted("apply", Verb::Apply, &kind)?;
             self.served(&kind)?;
         }
         if let Some(applied) = self.apply_to_grandchild(object)? {
@@ -592,6 +630,7 @@ impl Host for FakeHost {
     }
 
     fn apply_status(&self, status: &Value) -> Result<(), HostError> {
+        self.granted("apply-status", Verb::ApplyStatus, &self.primary_kind)?;
         if let Some(map) = self.primary.borrow_mut().as_object_mut() {
             map.insert("status".into(), status.clone());
         }
@@ -601,6 +640,7 @@ impl Host for FakeHost {
     }
 
     fn delete(&self, kind: &Kind, name: &str, uid: Option<&str>) -> Result<(), HostError> {
+        self.granted("delete", Verb::Delete, kind)?;
         let is_primary = *kind == self.primary_kind
             && self
                 .primary
@@ -663,6 +703,7 @@ impl Host for FakeHost {
     }
 
     fn add_finalizer(&self, finalizer: &str) -> Result<(), HostError> {
+        self.granted("add-finalizer", Verb::Finalize, &self.primary_kind)?;
         self.rules(|w| w.check_finalizer(finalizer))?;
         self.set_finalizers(|f| {
             if !f.iter().any(|x| x == finalizer) {
@@ -676,6 +717,7 @@ impl Host for FakeHost {
     }
 
     fn remove_finalizer(&self, finalizer: &str) -> Result<(), HostError> {
+        self.granted("remove-finalizer", Verb::Finalize, &self.primary_kind)?;
         self.rules(|w| w.check_finalizer(finalizer))?;
         self.set_finalizers(|f| f.retain(|x| x != finalizer));
         self.writes
@@ -685,6 +727,7 @@ impl Host for FakeHost {
     }
 
     fn record_event(&self, event: &Event) -> Result<(), HostError> {
+        self.granted("record-event", Verb::RecordEvent, &self.primary_kind)?;
         self.events.borrow_mut().push(event.clone());
         Ok(())
     }

@@ -183,3 +183,54 @@ fn refused_writes_fail_with_the_api_servers_error_until_accepted_again() {
     assert!(host.create(&service("s", json!([]))).is_ok());
     assert_eq!(host.objects(&kind).len(), 1);
 }
+
+/// A plugin that declares reading and applying Services, and events on its RayJobs.
+struct Declares;
+
+impl Plugin for Declares {
+    fn metadata() -> crate::PluginMetadata {
+        crate::PluginMetadata {
+            name: "declares".into(),
+            version: "1".into(),
+            reconciles: Kind::new("ray.io", "v1", "RayJob"),
+            owns: vec![Kind::new("", "v1", "Service")],
+            capabilities: vec![
+                crate::Capability::new(Kind::new("", "v1", "Service"), &[Verb::Get, Verb::Apply]),
+                crate::Capability::new(Kind::new("ray.io", "v1", "RayJob"), &[Verb::RecordEvent]),
+            ],
+            finalizer: None,
+            uses_ray_head: false,
+        }
+    }
+
+    fn reconcile(_: &impl Host, _: crate::Request) -> Result<crate::Outcome, crate::ReconcileError> {
+        Ok(crate::Outcome::done())
+    }
+}
+
+#[test]
+fn a_plugins_host_refuses_the_verbs_it_did_not_declare_as_the_operator_does() {
+    let host = FakeHost::for_plugin::<Declares>(json!({
+        "apiVersion": "ray.io/v1", "kind": "RayJob",
+        "metadata": {"name": "job", "namespace": "ns", "uid": "job-uid"},
+    }));
+    host.apply(&service("s", json!([]))).unwrap();
+    assert!(host.get(&Kind::new("", "v1", "Service"), "s").unwrap().is_some());
+    host.record_event(&Event::normal("Made", "Apply", "made s"))
+        .unwrap();
+
+    let message = forbidden(host.create(&service("t", json!([]))));
+    assert!(message.contains("not granted create on v1/Service"), "{message}");
+    let message = forbidden(host.list(&Kind::new("", "v1", "Service"), ""));
+    assert!(message.contains("not granted list on v1/Service"), "{message}");
+    let message = forbidden(host.delete(&Kind::new("", "v1", "Service"), "s", None));
+    assert!(message.contains("not granted delete"), "{message}");
+    forbidden(host.apply_status(&json!({})));
+    forbidden(host.get(&Kind::new("", "v1", "Secret"), "token"));
+    // A FakeHost made without a plugin checks no verbs.
+    assert!(
+        FakeHost::new(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}))
+            .list(&Kind::new("", "v1", "Service"), "")
+            .is_ok()
+    );
+}
