@@ -189,8 +189,6 @@ fn check_support(gate: &Gate, enabled: bool) -> Result<(), FlagError> {
 /// KubeRay flags whose behaviour is not implemented: each set one is a start-up error naming it.
 #[derive(Debug, Clone, Default)]
 pub struct UnsupportedFlags {
-    /// `--config`: KubeRay's Configuration file.
-    pub config: Option<String>,
     /// `--batch-scheduler`.
     pub batch_scheduler: Option<String>,
     /// `--enable-batch-scheduler`.
@@ -203,12 +201,6 @@ impl UnsupportedFlags {
     /// An error for the first flag set whose behaviour is missing.
     pub fn check(&self) -> Result<(), FlagError> {
         let refuse = |what: String| Err(FlagError::Unsupported(what));
-        if let Some(path) = self.config.as_deref().filter(|p| !p.is_empty()) {
-            return refuse(format!(
-                "--config {path}: KubeRay's Configuration file is not read by kuberay-wasm yet; give its settings \
-                 as flags (see docs/operator.md)"
-            ));
-        }
         if let Some(scheduler) = self.batch_scheduler.as_deref().filter(|s| !s.is_empty()) {
             return refuse(format!(
                 "--batch-scheduler {scheduler}: batch scheduler integrations are not implemented by kuberay-wasm yet"
@@ -304,11 +296,6 @@ mod tests {
                 .to_string()
                 .contains("--batch-scheduler volcano")
         );
-        let flags = UnsupportedFlags {
-            config: Some("/etc/kuberay/config.yaml".into()),
-            ..UnsupportedFlags::default()
-        };
-        assert!(flags.check().unwrap_err().to_string().contains("--config"));
         let empty = UnsupportedFlags {
             batch_scheduler: Some(String::new()),
             log_file_path: Some(String::new()),

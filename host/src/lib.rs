@@ -36,6 +36,7 @@
 pub(crate) mod admission;
 pub mod authoring;
 pub(crate) mod controller;
+pub mod kuberay_config;
 pub mod kuberay_env;
 pub mod kuberay_flags;
 pub(crate) mod kubernetes;

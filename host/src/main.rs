@@ -8,6 +8,7 @@ use kuberay_rayhead::{RoutingOptions, parse_duration, parse_go_bool};
 use kuberay_wasm::{
     ApiRateLimit, DEFAULT_COMPILE_MEMORY_MIB, DEFAULT_COMPILE_TIMEOUT, OperatorConfig,
     authoring::{self, run::RunOptions},
+    kuberay_config::Configuration,
     kuberay_env::KubeRayEnv,
     kuberay_flags::{FeatureGates, UnsupportedFlags, parse_bind_address},
     leadership::{self, LeaderElection},
@@ -324,9 +325,11 @@ struct KubeRayArgs {
     /// Not supported: logs go to stderr only (a start-up error when set).
     #[arg(long)]
     log_file_path: Option<String>,
-    /// Not supported yet: KubeRay's Configuration file (a start-up error when set).
+    /// KubeRay's Configuration file (`config.ray.io/v1alpha1`): as with KubeRay, it replaces the flags it
+    /// has fields for (metrics and probe addresses, leader election, reconcile concurrency, watched
+    /// namespaces, --qps/--burst, --use-kubernetes-proxy), and what it adds to Ray Pods reaches the plugins.
     #[arg(long)]
-    config: Option<String>,
+    config: Option<PathBuf>,
     /// Not supported yet: batch schedulers (a start-up error when set).
     #[arg(long)]
     batch_scheduler: Option<String>,
@@ -353,7 +356,6 @@ impl KubeRayArgs {
     /// Refuses what cannot be honoured, logs what is accepted without effect.
     fn check(self) -> anyhow::Result<()> {
         UnsupportedFlags {
-            config: self.config,
             batch_scheduler: self.batch_scheduler,
             enable_batch_scheduler: self.enable_batch_scheduler,
             log_file_path: self.log_file_path,
@@ -556,7 +558,35 @@ fn own_executable() -> PathBuf {
     PathBuf::from("/proc/self/exe")
 }
 
-async fn operator(args: OperatorArgs) -> anyhow::Result<()> {
+impl OperatorArgs {
+    /// Replaces the flags KubeRay's Configuration has fields for with its settings, as KubeRay does; returns
+    /// what it adds to Ray Pods.
+    fn take_configuration(&mut self, settings: kuberay_wasm::kuberay_config::Settings) -> serde_json::Value {
+        self.metrics_bind_address = settings.metrics_addr;
+        self.health_probe_bind_address = settings.probe_addr;
+        self.leader_election.enable_leader_election = settings.leader_election;
+        if settings.leader_election_namespace.is_some() {
+            self.leader_election.leader_election_namespace = settings.leader_election_namespace;
+        }
+        self.reconcile_concurrency = Some(settings.reconcile_concurrency);
+        self.watch_namespace = settings.watch_namespaces;
+        self.qps = settings.qps;
+        self.burst = settings.burst;
+        self.routing.use_kubernetes_proxy = settings.use_kubernetes_proxy;
+        settings.pod_defaults
+    }
+}
+
+async fn operator(mut args: OperatorArgs) -> anyhow::Result<()> {
+    let configuration = args.kuberay.config.take().filter(|p| !p.as_os_str().is_empty());
+    let pod_defaults = match configuration {
+        Some(path) => {
+            let settings = Configuration::read(&path)?;
+            tracing::info!(config = %path.display(), "KubeRay's Configuration file replaces the flags it has fields for");
+            Some(args.take_configuration(settings))
+        }
+        None => None,
+    };
     args.kuberay.check()?;
     let gates = FeatureGates::parse(&args.feature_gates)?;
     let kuberay_env = KubeRayEnv::from_process()?;
@@ -599,6 +629,7 @@ async fn operator(args: OperatorArgs) -> anyhow::Result<()> {
     config.api_rate_limit = api_rate_limit(args.qps, args.burst);
     config.feature_gates = gates;
     config.kuberay_env = kuberay_env;
+    config.pod_defaults = pod_defaults;
     config.resources = args.resources.options()?;
     config.kubeconfig = args.kubeconfig;
     config.routing = args.routing;

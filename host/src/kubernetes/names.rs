@@ -28,7 +28,7 @@ fn is_label_char(c: char) -> bool {
 }
 
 /// RFC 1123 label: 1-63 lowercase alphanumerics or '-', starting and ending alphanumeric.
-fn dns1123_label(value: &str) -> bool {
+pub(crate) fn dns1123_label(value: &str) -> bool {
     !value.is_empty()
         && value.len() <= 63
         && value.chars().all(is_label_char)

@@ -33,6 +33,8 @@ pub struct OperatorConfig {
     pub feature_gates: FeatureGates,
     /// KubeRay's environment toggles, handed to the plugins.
     pub kuberay_env: KubeRayEnv,
+    /// What KubeRay's Configuration file adds to Ray Pods, handed to the plugins (`kuberayConfiguration`).
+    pub pod_defaults: Option<serde_json::Value>,
     /// How long a queued reconcile waits for more changes of the same object before it runs (trailing
     /// edge: every change within the window restarts it).
     pub debounce: Duration,
@@ -84,6 +86,7 @@ impl OperatorConfig {
             api_rate_limit: None,
             feature_gates: FeatureGates::default(),
             kuberay_env: KubeRayEnv::default(),
+            pod_defaults: None,
             debounce: Duration::from_millis(100),
             plugin_timeout: Duration::from_secs(30),
             plugin_memory_bytes: 128 << 20,

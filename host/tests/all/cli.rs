@@ -182,7 +182,10 @@ fn kuberay_flags_whose_behaviour_is_missing_refuse_to_start_with_the_reason() {
         ),
         ("--batch-scheduler=volcano", "--batch-scheduler volcano"),
         ("--enable-batch-scheduler=true", "--enable-batch-scheduler"),
-        ("--config=/etc/kuberay/config.yaml", "Configuration file"),
+        (
+            "--config=/etc/kuberay/config.yaml",
+            "--config /etc/kuberay/config.yaml",
+        ),
         ("--log-file-path=/tmp/ray-operator.log", "--log-file-path"),
     ] {
         let (output, stderr) = run(operator(&[flag]));
@@ -237,4 +240,49 @@ fn kuberays_environment_toggles_are_checked_at_start() {
     assert!(stderr.contains("serving /metrics"), "{stderr}");
     // KubeRay's CLUSTER_DOMAIN is --cluster-domain's variable.
     assert!(stderr.contains("corp.example"), "{stderr}");
+}
+
+#[test]
+fn kuberays_configuration_file_replaces_the_flags_it_has_fields_for() {
+    let dir = std::env::temp_dir().join(format!("kuberay-wasm-cli-config-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let [metrics, health] = free_ports();
+    let port = |addr: &str| addr.rsplit(':').next().unwrap_or_default().to_string();
+    let file = dir.join("config.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "apiVersion: config.ray.io/v1alpha1\nkind: Configuration\nmetricsAddr: 127.0.0.1:{}\n\
+             probeAddr: 127.0.0.1:{}\nenableLeaderElection: false\nreconcileConcurrency: 2\n\
+             defaultPodLabels: {{team: platform}}\n",
+            port(&metrics),
+            port(&health)
+        ),
+    )
+    .unwrap();
+    // The flags the file has fields for are ignored, as by KubeRay: this one would not even parse there.
+    let (_, stderr) = run(operator(&[
+        &format!("--config={}", file.display()),
+        "--metrics-addr=:1",
+    ]));
+    assert!(
+        stderr.contains("KubeRay's Configuration file replaces the flags"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("127.0.0.1:{}", port(&metrics))),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("0.0.0.0:1"), "{stderr}");
+
+    std::fs::write(
+        &file,
+        "apiVersion: config.ray.io/v1alpha1\nkind: Configuration\nmetricAddr: :9090\n",
+    )
+    .unwrap();
+    let (output, stderr) = run(operator(&[&format!("--config={}", file.display())]));
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("unknown field `metricAddr`"), "{stderr}");
+    assert!(!stderr.contains("serving /metrics"), "{stderr}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

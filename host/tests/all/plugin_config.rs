@@ -1,5 +1,5 @@
-//! The WIT `config` interface (kuberay:plugin@0.1.1): the operator's `--cluster-domain` and KubeRay's
-//! environment toggles reach the built-in plugins, which write the domain into the head address workers dial
+//! The WIT `config` interface (kuberay:plugin@0.1.1): the operator's `--cluster-domain`, KubeRay's
+//! environment toggles and what KubeRay's Configuration file adds to Pods reach the built-in plugins, which write the domain into the head address workers dial
 //! and name the head Pod and leave out the GCS wait as the toggles say; and a plugin built against 0.1.0,
 //! which imports no `config`, still loads and reconciles on this host.
 
@@ -43,6 +43,7 @@ async fn the_cluster_domain_reaches_the_plugins_and_a_plugin_built_for_0_1_0_sti
                 })
                 .unwrap(),
             ),
+            pod_defaults: Some(json!({"defaultPodLabels": {"team": "platform"}})),
             ..OperatorOptions::default()
         },
     )
@@ -78,6 +79,8 @@ async fn the_cluster_domain_reaches_the_plugins_and_a_plugin_built_for_0_1_0_sti
     );
     assert!(!worker.contains("svc.cluster.local"), "{worker}");
     assert!(!worker.contains("wait-gcs-ready"), "{worker}");
+    // KubeRay's Configuration file's defaults reach the plugin too.
+    assert!(worker.contains(r#""team":"platform""#), "{worker}");
     let head = pods(&client, &ns, "ray.io/cluster=dns,ray.io/node-type=head").await;
     let names: Vec<_> = head.iter().filter_map(|p| p.metadata.name.as_deref()).collect();
     assert_eq!(names, ["dns-head"]);

@@ -151,6 +151,8 @@ pub struct OperatorOptions {
     pub cluster_domain: Option<String>,
     /// KubeRay's environment toggles, as the binary reads them from its environment.
     pub kuberay_env: Option<kuberay_wasm::kuberay_env::KubeRayEnv>,
+    /// What KubeRay's Configuration file adds to Ray Pods (`--config`).
+    pub pod_defaults: Option<Value>,
     /// Serve `ReconcilePlugin` resources (`--plugin-resources`) with these options.
     pub resources: Option<kuberay_wasm::reconcileplugin::ResourceOptions>,
 }
@@ -208,6 +210,7 @@ impl Default for OperatorOptions {
             resources: None,
             cluster_domain: None,
             kuberay_env: None,
+            pod_defaults: None,
         }
     }
 }
@@ -320,6 +323,7 @@ pub async fn start_operator_watching(
     if let Some(kuberay_env) = options.kuberay_env {
         config.kuberay_env = kuberay_env;
     }
+    config.pod_defaults = options.pod_defaults;
     if let Some(concurrency) = options.concurrency {
         config = config.with_concurrency(concurrency);
     }

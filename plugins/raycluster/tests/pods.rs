@@ -474,3 +474,42 @@ fn kuberays_environment_toggles_change_pods_services_and_the_requeue() {
     );
     assert_eq!(outcome.requeue_after, Some(std::time::Duration::from_secs(60)));
 }
+
+/// What KubeRay's Configuration file adds to Ray Pods (handed over as `kuberayConfiguration`): sidecars after
+/// the Pod's own containers, default labels, annotations and Ray container variables where the template sets
+/// none of that name.
+#[test]
+fn kuberays_configuration_adds_sidecars_labels_annotations_and_variables() {
+    let mut cluster = sample(1);
+    cluster["spec"]["headGroupSpec"]["template"]["metadata"] = json!({"labels": {"team": "mine"}});
+    let host = host(cluster).with_config(json!({"kuberayConfiguration": {
+        "headSidecarContainers": [{"name": "log-shipper", "image": "fluent-bit:3"}],
+        "workerSidecarContainers": [{"name": "worker-agent", "image": "agent:1"}],
+        "defaultContainerEnvs": [{"name": "ORG", "value": "acme"}],
+        "defaultPodLabels": {"team": "platform", "cost-center": "42"},
+        "defaultPodAnnotations": {"acme.io/owner": "platform"},
+    }}));
+    settle(&host, 3);
+    let head = &heads(&host)[0];
+    let containers: Vec<&str> = head["spec"]["containers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(containers.last(), Some(&"log-shipper"), "{containers:?}");
+    assert_eq!(label(head, "team"), Some("mine"), "the template's own label wins");
+    assert_eq!(label(head, "cost-center"), Some("42"));
+    assert_eq!(head["metadata"]["annotations"]["acme.io/owner"], "platform");
+    let env = head["spec"]["containers"][0]["env"].to_string();
+    assert!(env.contains(r#""name":"ORG","value":"acme""#), "{env}");
+    let worker = &workers(&host)[0];
+    let names: Vec<&str> = worker["spec"]["containers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(names, ["ray-worker", "worker-agent"]);
+    assert_eq!(label(worker, "team"), Some("platform"));
+}

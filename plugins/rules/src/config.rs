@@ -16,6 +16,11 @@ pub const FEATURE_GATES: &str = "featureGates";
 /// of their names and normalized values (text), only those set.
 pub const KUBERAY_ENV: &str = "kuberayEnv";
 
+/// What KubeRay's Configuration file (`--config`) adds to Ray Pods: an object of its fields
+/// `headSidecarContainers`, `workerSidecarContainers`, `defaultContainerEnvs`, `defaultPodAnnotations` and
+/// `defaultPodLabels` (`crate::operator_env::PodDefaults`).
+pub const KUBERAY_CONFIGURATION: &str = "kuberayConfiguration";
+
 /// Refuses a configuration whose `clusterDomain` is not a DNS subdomain, whose `featureGates` is not an
 /// object of booleans or whose `kuberayEnv` is not an object of strings; a configuration without them is fine
 /// (the plugins then use `cluster.local` and KubeRay's defaults).
@@ -39,11 +44,21 @@ pub fn check(config: &Map<String, Value>) -> Result<(), String> {
         }
     }
     match config.get(KUBERAY_ENV) {
+        None => {}
+        Some(Value::Object(set)) if set.values().all(Value::is_string) => {}
+        Some(other) => {
+            return Err(format!(
+                "{KUBERAY_ENV} must map KubeRay's environment toggles to their values as text, not {other}"
+            ));
+        }
+    }
+    match config.get(KUBERAY_CONFIGURATION) {
         None => Ok(()),
-        Some(Value::Object(set)) if set.values().all(Value::is_string) => Ok(()),
-        Some(other) => Err(format!(
-            "{KUBERAY_ENV} must map KubeRay's environment toggles to their values as text, not {other}"
-        )),
+        Some(value) => serde_json::from_value::<crate::operator_env::PodDefaults>(value.clone())
+            .map(drop)
+            .map_err(|e| {
+                format!("{KUBERAY_CONFIGURATION} is not what KubeRay's Configuration adds to Pods: {e}")
+            }),
     }
 }
 

@@ -9,6 +9,9 @@
 //! instead. A toggle whose behaviour the plugins do not have refuses to start when set to anything but its
 //! default.
 
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Container, EnvVar};
 use serde_json::{Map, Value};
 
 /// Workers get an init container that waits for the GCS (default true).
@@ -170,8 +173,25 @@ pub fn is_default(toggle: &Toggle, value: &str) -> bool {
     }
 }
 
-/// The toggles as the plugins apply them: the configuration's, KubeRay's defaults for the others.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What KubeRay's Configuration file (`--config`) adds to every Ray Pod, as the plugins receive it under
+/// [`crate::config::KUBERAY_CONFIGURATION`] (KubeRay's field names).
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PodDefaults {
+    /// Appended to the head Pod's containers.
+    pub head_sidecar_containers: Vec<Container>,
+    /// Appended to every worker Pod's containers.
+    pub worker_sidecar_containers: Vec<Container>,
+    /// Added to the Ray container's environment unless it sets the variable itself.
+    pub default_container_envs: Vec<EnvVar>,
+    /// Added to every Ray Pod unless its template sets the key.
+    pub default_pod_annotations: BTreeMap<String, String>,
+    pub default_pod_labels: BTreeMap<String, String>,
+}
+
+/// The toggles as the plugins apply them: the configuration's, KubeRay's defaults for the others; and what
+/// KubeRay's Configuration file adds to Pods.
+#[derive(Debug, Clone, PartialEq)]
 pub struct OperatorEnv {
     pub init_container_injection: bool,
     pub probes_injection: bool,
@@ -182,6 +202,7 @@ pub struct OperatorEnv {
     pub rayjob_transition_grace_period_seconds: i64,
     pub rayjob_status_check_timeout_seconds: i64,
     pub zero_downtime: bool,
+    pub pod_defaults: PodDefaults,
 }
 
 impl std::default::Default for OperatorEnv {
@@ -219,6 +240,11 @@ impl OperatorEnv {
             ),
             rayjob_status_check_timeout_seconds: seconds(RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS, 300),
             zero_downtime: flag(ENABLE_ZERO_DOWNTIME, true),
+            // Checked by `crate::config::check` when the plugin loads; anything else reads as nothing.
+            pod_defaults: config
+                .get(crate::config::KUBERAY_CONFIGURATION)
+                .and_then(|c| serde_json::from_value(c.clone()).ok())
+                .unwrap_or_default(),
         }
     }
 

@@ -21,7 +21,7 @@ Deployment, so `helm install` and `helm template` stop before anything is create
 {{- end -}}
 {{- end -}}
 {{- if and .Values.configuration .Values.configuration.enabled -}}
-{{- fail "configuration.enabled asks for KubeRay's Configuration file (--config), which kuberay-wasm does not support yet: leave it false; the values it would carry (leaderElectionEnabled, reconcileConcurrency, kubeClient, watchNamespace, featureGates, ...) are taken as flags, and the defaults for Ray Pods (defaultContainerEnvs, defaultPodAnnotations, defaultPodLabels, head and worker sidecars) are not available" -}}
+{{- fail "configuration.enabled asks the chart to render KubeRay's Configuration file, which this chart does not do yet (the operator reads one given with --config, see docs/operator.md): leave it false; the values it would carry (leaderElectionEnabled, reconcileConcurrency, kubeClient, watchNamespace, featureGates, ...) are taken as flags, and for the defaults for Ray Pods (defaultContainerEnvs, defaultPodAnnotations, defaultPodLabels, head and worker sidecars) mount your own Configuration and pass --config" -}}
 {{- end -}}
 {{- with .Values.plugins.volume -}}
 {{- if not (kindIs "map" .) -}}

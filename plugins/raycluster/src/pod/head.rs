@@ -10,7 +10,7 @@ use kuberay_crds::{
 };
 use kuberay_rules::{labels, names};
 
-use super::{BuildError, Finish, add_metrics_port, env, finish, meta_mut, ray_container};
+use super::{BuildError, Finish, add_metrics_port, add_pod_defaults, env, finish, meta_mut, ray_container};
 use crate::{
     auth, autoscaler,
     cluster::{self, Creator, Identity},
@@ -94,6 +94,11 @@ pub fn build(cluster: &RayCluster, id: &Identity, spec_hash: Option<&str>) -> Re
         );
     }
 
+    add_pod_defaults(
+        &mut template,
+        &id.env.pod_defaults.head_sidecar_containers,
+        &id.env,
+    );
     let mut pod = finish(
         template,
         Finish {

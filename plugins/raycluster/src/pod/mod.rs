@@ -64,6 +64,31 @@ pub fn add_metrics_port(container: &mut Container) {
     }
 }
 
+/// What KubeRay's Configuration file adds to a Ray Pod before it is built: its sidecars (after the Pod's own
+/// containers), and its default labels and annotations where the template has none of that key.
+pub fn add_pod_defaults(template: &mut PodTemplateSpec, sidecars: &[Container], env: &OperatorEnv) {
+    let defaults = &env.pod_defaults;
+    let meta = meta_mut(template);
+    for (map, extra) in [
+        (&mut meta.labels, &defaults.default_pod_labels),
+        (&mut meta.annotations, &defaults.default_pod_annotations),
+    ] {
+        if !extra.is_empty() {
+            let map = map.get_or_insert_with(BTreeMap::new);
+            for (key, value) in extra {
+                map.entry(key.clone()).or_insert_with(|| value.clone());
+            }
+        }
+    }
+    if !sidecars.is_empty() {
+        template
+            .spec
+            .get_or_insert_with(Default::default)
+            .containers
+            .extend(sidecars.iter().cloned());
+    }
+}
+
 /// What [`finish`] needs besides the template.
 pub struct Finish<'a> {
     pub node: NodeType,
@@ -153,6 +178,9 @@ pub fn finish(mut template: PodTemplateSpec, f: Finish<'_>) -> Result<Pod, Build
         env::set_init_container_env(init, f.fqdn);
     }
     let ray = &mut spec.containers[0];
+    for var in &f.env.pod_defaults.default_container_envs {
+        kuberay_rules::env::push_if_absent(ray, var.clone());
+    }
     env::set_ray_container_env(ray, f.node, f.fqdn, f.head_port, &ray_start_cmd, f.creator);
     if f.env.probes_injection {
         probes::inject(ray, f.node, f.creator, f.params, f.ray_version);

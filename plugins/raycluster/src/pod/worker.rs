@@ -14,7 +14,9 @@ use kuberay_crds::{
 };
 use kuberay_rules::{labels, names};
 
-use super::{BuildError, Finish, add_metrics_port, finish, meta_mut, ray_container, shell_command};
+use super::{
+    BuildError, Finish, add_metrics_port, add_pod_defaults, finish, meta_mut, ray_container, shell_command,
+};
 use crate::{
     auth,
     cluster::{self, Creator, Identity},
@@ -150,6 +152,11 @@ pub fn build(
             &id.name,
         );
     }
+    add_pod_defaults(
+        &mut template,
+        &id.env.pod_defaults.worker_sidecar_containers,
+        &id.env,
+    );
     finish(
         template,
         Finish {

@@ -149,7 +149,7 @@ const CASES: &[(&[&str], &str)] = &[
     ),
     (
         &["--set", "configuration.enabled=true"],
-        "configuration.enabled asks for KubeRay's Configuration file (--config), which kuberay-wasm does not support yet",
+        "configuration.enabled asks the chart to render KubeRay's Configuration file, which this chart does not do yet",
     ),
     (
         &["--set", "logging.baseDir=/var/log/kuberay"],
