@@ -803,6 +803,7 @@ async fn inspect(plugin: PathBuf, policy: Option<PathBuf>) -> anyhow::Result<()>
                 kuberay_rayhead::DEFAULT_CLUSTER_DOMAIN,
                 &Default::default(),
                 &Default::default(),
+                None,
             ),
         },
         Metrics::new(),

@@ -19,8 +19,6 @@ use tokio::{sync::watch, task::JoinSet};
 
 pub use self::config::{DEFAULT_COMPILE_MEMORY_MIB, DEFAULT_COMPILE_TIMEOUT, OperatorConfig};
 use self::term::TermContext;
-use kuberay_rules::config::KUBERAY_CONFIGURATION;
-
 use crate::{
     controller,
     kubernetes::{WatchScope, rate_limit::RateLimitLayer},
@@ -274,17 +272,12 @@ fn sandbox(config: &OperatorConfig, metrics: &Metrics) -> Result<Arc<Sandbox>, O
                 timeout: config.compile_timeout,
                 memory_bytes: config.compile_memory_bytes,
             }),
-            base_config: {
-                let mut base = crate::sandbox::base_config(
-                    &config.routing.cluster_domain,
-                    &config.feature_gates,
-                    &config.kuberay_env,
-                );
-                if let Some(defaults) = &config.pod_defaults {
-                    base.insert(KUBERAY_CONFIGURATION.to_string(), defaults.clone());
-                }
-                base
-            },
+            base_config: crate::sandbox::base_config(
+                &config.routing.cluster_domain,
+                &config.feature_gates,
+                &config.kuberay_env,
+                config.pod_defaults.as_ref(),
+            ),
         },
         metrics.clone(),
     )?)

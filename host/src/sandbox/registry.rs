@@ -11,7 +11,7 @@ use std::{
 };
 
 use kuberay_plugin_sdk::{Kind, PluginMetadata};
-use kuberay_rules::config::{CLUSTER_DOMAIN, FEATURE_GATES, KUBERAY_ENV};
+use kuberay_rules::config::{CLUSTER_DOMAIN, FEATURE_GATES, KUBERAY_CONFIGURATION, KUBERAY_ENV};
 use wasmtime::{Engine, component::Linker};
 
 use super::{
@@ -49,12 +49,14 @@ pub struct SandboxConfig {
 }
 
 /// The operator's part of every plugin's configuration: the cluster's DNS domain (`--cluster-domain`, or
-/// `CLUSTER_DOMAIN` as for KubeRay), KubeRay's feature gates (`--feature-gates`) and KubeRay's environment
-/// toggles the operator was started with.
+/// `CLUSTER_DOMAIN` as for KubeRay), KubeRay's feature gates (`--feature-gates`), KubeRay's environment
+/// toggles the operator was started with and, with `--config`, what KubeRay's Configuration file adds to Ray
+/// Pods.
 pub fn base_config(
     cluster_domain: &str,
     gates: &FeatureGates,
     env: &KubeRayEnv,
+    pod_defaults: Option<&serde_json::Value>,
 ) -> serde_json::Map<String, serde_json::Value> {
     [
         (CLUSTER_DOMAIN.to_string(), cluster_domain.into()),
@@ -62,6 +64,7 @@ pub fn base_config(
         (KUBERAY_ENV.to_string(), env.to_config()),
     ]
     .into_iter()
+    .chain(pod_defaults.map(|d| (KUBERAY_CONFIGURATION.to_string(), d.clone())))
     .collect()
 }
 

@@ -475,6 +475,15 @@ fn kuberays_environment_toggles_change_pods_services_and_the_requeue() {
     assert_eq!(outcome.requeue_after, Some(std::time::Duration::from_secs(60)));
 }
 
+fn container_names(pod: &Value) -> Vec<&str> {
+    pod["spec"]["containers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["name"].as_str())
+        .collect()
+}
+
 /// What KubeRay's Configuration file adds to Ray Pods (handed over as `kuberayConfiguration`): sidecars after
 /// the Pod's own containers, default labels, annotations and Ray container variables where the template sets
 /// none of that name.
@@ -491,12 +500,7 @@ fn kuberays_configuration_adds_sidecars_labels_annotations_and_variables() {
     }}));
     settle(&host, 3);
     let head = &heads(&host)[0];
-    let containers: Vec<&str> = head["spec"]["containers"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|c| c["name"].as_str())
-        .collect();
+    let containers = container_names(head);
     assert_eq!(containers.last(), Some(&"log-shipper"), "{containers:?}");
     assert_eq!(label(head, "team"), Some("mine"), "the template's own label wins");
     assert_eq!(label(head, "cost-center"), Some("42"));
@@ -504,12 +508,6 @@ fn kuberays_configuration_adds_sidecars_labels_annotations_and_variables() {
     let env = head["spec"]["containers"][0]["env"].to_string();
     assert!(env.contains(r#""name":"ORG","value":"acme""#), "{env}");
     let worker = &workers(&host)[0];
-    let names: Vec<&str> = worker["spec"]["containers"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|c| c["name"].as_str())
-        .collect();
-    assert_eq!(names, ["ray-worker", "worker-agent"]);
+    assert_eq!(container_names(worker), ["ray-worker", "worker-agent"]);
     assert_eq!(label(worker, "team"), Some("platform"));
 }

@@ -99,6 +99,7 @@ impl CheckedHost {
             kuberay_rayhead::DEFAULT_CLUSTER_DOMAIN,
             &Default::default(),
             &Default::default(),
+            None,
         );
         config.extend(entry.config.clone());
         P::check_config(&config)

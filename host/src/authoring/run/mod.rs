@@ -160,6 +160,7 @@ pub async fn run(options: &RunOptions) -> Result<Report, RunError> {
                 kuberay_rayhead::DEFAULT_CLUSTER_DOMAIN,
                 &Default::default(),
                 &Default::default(),
+                None,
             ),
         },
         Metrics::new(),
