@@ -1,7 +1,8 @@
 //! [`CheckedHost`]: the in-memory host for a plugin's native unit tests that judges every call as the
-//! operator does. Where the SDK's `FakeHost` does whatever it is asked, this host passes each call through
-//! the sandbox's own gate (sizes, call budget, written bytes, the grant) and the operator's admission (names,
-//! ownership, provenance, content rules, Pod Security) against the same in-memory cluster `plugin run` uses,
+//! operator does. Where the SDK's `FakeHost` checks only the verbs the plugin declared and the ownership
+//! rules, this host passes each call through the sandbox's own gate (sizes, call budget, written bytes, the
+//! grant) and the operator's admission (names, ownership, provenance, content rules, Pod Security) against
+//! the same in-memory cluster `plugin run` uses,
 //! so a test that passes here is not refused in the operator. It costs a dependency on this crate (wasmtime
 //! and kube come with it), which is why `FakeHost` stays for quick tests of logic.
 
@@ -402,7 +403,17 @@ mod tests {
             object: Document::Value(widget.clone()),
             attempt: 0,
         };
-        assert!(Overreaching::reconcile(&fake, request).is_ok());
+        // FakeHost refuses only the kind the plugin never declared; the NodePort Service goes through.
+        let error = Overreaching::reconcile(&fake, request).unwrap_err();
+        assert!(
+            error.to_string().contains("not granted apply on v1/ConfigMap"),
+            "{error}"
+        );
+        let services = fake.objects(&Kind::new("", "v1", "Service"));
+        assert!(
+            services.iter().any(|s| s["spec"]["type"] == "NodePort"),
+            "{services:?}"
+        );
 
         let checked = CheckedHost::new::<Overreaching>(widget, vec![]).unwrap();
         let error = Overreaching::reconcile(&checked, checked.request().unwrap()).unwrap_err();
