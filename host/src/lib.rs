@@ -45,13 +45,13 @@ pub mod metrics;
 mod operator;
 pub(crate) mod plugin_host;
 pub(crate) mod plugin_watch;
-pub mod policy;
 pub(crate) mod raybridge;
 pub mod reconcileplugin;
 pub mod sandbox;
 pub(crate) mod server;
 pub mod telemetry;
 
+pub use kuberay_admission::policy;
 pub use kubernetes::rate_limit::ApiRateLimit;
 pub use operator::{
     DEFAULT_COMPILE_MEMORY_MIB, DEFAULT_COMPILE_TIMEOUT, OperatorConfig, OperatorError, run, run_with_metrics,

@@ -6,13 +6,14 @@
 use std::{sync::Arc, time::Instant};
 
 use kube::{ResourceExt, runtime::controller::Action};
+use kuberay_admission::strip_host_condition;
 use serde_json::Value;
 use tracing::Instrument;
 
 use super::{KindContext, backoff, report};
 use crate::{
     admission::Admission,
-    kubernetes::{compact::CachedObject, strip_host_condition, to_json},
+    kubernetes::{compact::CachedObject, to_json},
     metrics::{ErrorLabels, KindLabels, ReconcileLabels, ReconcileResult},
     plugin_host::{PluginHost, Primary},
     sandbox::{CallFailure, Export, PluginSlot},

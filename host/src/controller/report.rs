@@ -17,7 +17,7 @@ use crate::{
     sandbox::log_guard,
 };
 
-use crate::kubernetes::HOST_CONDITION as CONDITION;
+use kuberay_admission::HOST_CONDITION as CONDITION;
 
 /// The message of a failure as it goes into the log, the Event and the condition: plugin text (its
 /// reconcile error) is escaped (no line breaks, control characters, terminal escapes or direction overrides

@@ -22,12 +22,8 @@ use kube::{
 use kuberay_plugin_sdk::{Kind, selector::Selector};
 use tokio::{sync::mpsc, task::JoinHandle};
 
-use super::{
-    compact::CachedObject,
-    discovery::Resolved,
-    index::LabelIndex,
-    overlay::{Key, Overlay},
-};
+use super::{compact::CachedObject, discovery::Resolved, index::LabelIndex, overlay::Overlay};
+use kuberay_admission::Key;
 
 /// Which namespaces the operator watches.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -11,12 +11,9 @@ mod discovery;
 pub(crate) mod errors;
 mod events;
 mod index;
-pub(crate) mod label_only;
-pub(crate) mod names;
 mod namespaces;
 pub(crate) mod overlay;
 pub(crate) mod rate_limit;
-pub(crate) mod unchanged;
 
 use std::sync::Arc;
 
@@ -27,40 +24,16 @@ use kuberay_plugin_sdk::{HostError, Kind, selector::Selector};
 use kuberay_rayhead::ObjectLookup;
 use serde_json::Value;
 
-use self::{
-    compact::CachedObject,
-    events::EventRecorders,
-    namespaces::NamespaceLevels,
-    overlay::{Key, Overlay},
-    unchanged::LastApplied,
-};
+use self::{compact::CachedObject, events::EventRecorders, namespaces::NamespaceLevels, overlay::Overlay};
 use crate::{
     leadership::Fence,
     metrics::{CustomResources, Metrics, ObjectView},
     sandbox::host_api::HostResult,
 };
+use kuberay_admission::{Key, unchanged::LastApplied};
 
 /// Field manager of the host's own writes (the failure condition on an object's status).
 pub(crate) const HOST_FIELD_MANAGER: &str = "kuberay-wasm";
-
-/// The status condition the host owns on reconciled objects (`Reconciled=False` while reconciling fails).
-/// Plugins neither see it nor write it.
-pub(crate) const HOST_CONDITION: &str = "Reconciled";
-
-/// Removes the host's condition from an object's status.
-pub(crate) fn strip_host_condition(object: &mut Value) {
-    if let Some(conditions) = object
-        .pointer_mut("/status/conditions")
-        .and_then(Value::as_array_mut)
-    {
-        conditions.retain(|c| c.get("type").and_then(Value::as_str) != Some(HOST_CONDITION));
-    }
-}
-
-/// Field manager of a plugin's writes.
-pub(crate) fn field_manager(plugin: &str) -> String {
-    format!("kuberay-wasm/{plugin}")
-}
 
 /// KubeRay's listed metric families read the controllers' caches.
 impl CustomResources for KubeBridge {

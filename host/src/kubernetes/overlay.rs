@@ -13,18 +13,13 @@ use kube::api::ObjectMeta;
 use kuberay_plugin_sdk::{Kind, selector::Selector};
 use serde_json::Value;
 
+use kuberay_admission::Key;
+
 use super::compact::CachedObject;
 
 const RETENTION: Duration = Duration::from_secs(60);
 /// Entries kept at most; past this, expired entries are dropped and then the oldest.
 const CAP: usize = 20_000;
-
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) struct Key {
-    pub kind: Kind,
-    pub namespace: String,
-    pub name: String,
-}
 
 enum Entry {
     Written { object: Value, at: Instant },

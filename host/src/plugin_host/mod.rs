@@ -48,7 +48,7 @@ impl PluginHost {
     }
 
     fn kube(&self) -> &Arc<KubeBridge> {
-        self.admission.kube()
+        self.admission.cluster()
     }
 
     fn primary(&self) -> &Primary {

@@ -6,7 +6,10 @@ use kuberay_plugin_sdk::{HostError, Kind};
 use serde_json::Value;
 
 use super::PluginHost;
-use crate::{admission::Intent, sandbox::host_api::HostResult};
+use crate::{
+    admission::{Commit as _, Intent},
+    sandbox::host_api::HostResult,
+};
 
 impl PluginHost {
     pub(super) async fn get_object(&self, kind: Kind, name: String) -> HostResult<Option<Value>> {

@@ -3,11 +3,9 @@
 //! (adding the namespace, ownership and content rules), and tests and benchmarks implement them in memory.
 
 use futures::future::BoxFuture;
-use kuberay_plugin_sdk::{Event, HostError, Kind, LogLevel, RayRequest, RayResponse};
+pub use kuberay_plugin_sdk::HostResult;
+use kuberay_plugin_sdk::{Event, Kind, LogLevel, RayRequest, RayResponse};
 use serde_json::Value;
-
-/// What a host call returns.
-pub type HostResult<T> = Result<T, HostError>;
 
 /// The calls one reconcile makes; an implementation is bound to the object being reconciled.
 pub trait HostApi: Send + Sync {

@@ -32,7 +32,6 @@
 //! cache are trusted (see `compile_cache.rs`).
 
 pub(crate) mod bindings;
-mod budget;
 pub(crate) mod call;
 mod compile;
 pub(crate) mod compile_cache;
@@ -47,14 +46,14 @@ pub(crate) mod registry;
 mod stdio;
 mod wit;
 
-pub use budget::{CallBudget, RateBudget};
-pub(crate) use budget::{MAX_EVENT_NOTE_BYTES, MAX_OBJECT_BYTES, TokenBucket};
 pub use call::{CallFailure, CallLimits, Export};
 pub use compile::{
     ChildCompiler, ChildError, CompileLimits, MAX_COMPONENT_BYTES, MAX_CORE_MODULES, MAX_FUNCTION_BYTES,
     MAX_FUNCTIONS, compile_child,
 };
 pub use gate::CallContext;
+pub(crate) use kuberay_admission::budget::{self, MAX_EVENT_NOTE_BYTES, TokenBucket};
+pub use kuberay_admission::budget::{CallBudget, RateBudget};
 pub use plugin::{LoadError, LoadedPlugin};
 pub(crate) use registry::PluginSlot;
 pub use registry::{Sandbox, SandboxConfig, SandboxError, base_config};

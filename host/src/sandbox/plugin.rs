@@ -340,7 +340,7 @@ fn convert_metadata(m: wit_reconciler::PluginMetadata) -> Result<PluginMetadata,
     // Kinds end up in API paths: the same rules as at every host call.
     let kinds = metadata.capabilities.iter().map(|c| &c.kind);
     for k in kinds.chain(&metadata.owns).chain([&metadata.reconciles]) {
-        if let Err(e) = crate::kubernetes::names::kind(k) {
+        if let Err(e) = kuberay_admission::names::kind(k) {
             return bad(format!("plugin {}: {e}", metadata.name));
         }
     }

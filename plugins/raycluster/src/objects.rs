@@ -13,8 +13,9 @@ use k8s_openapi::{
     apimachinery::pkg::apis::meta::v1::ObjectMeta,
 };
 use kuberay_crds::constants::{annotations, labels};
+use kuberay_plugin_sdk::subset;
 use kuberay_plugin_sdk::{Event, Host, HostError, Kind};
-use kuberay_rules::{names, subset};
+use kuberay_rules::names;
 use serde::{Serialize, de::DeserializeOwned};
 
 use crate::{

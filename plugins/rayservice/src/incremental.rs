@@ -568,7 +568,10 @@ pub fn reconcile_gateway<H: Host>(ctx: &Ctx<'_, H>, existing: Option<&Value>) ->
     let intent = gateway_intent(ctx);
     let differs = |live: &Value| {
         live["spec"]["gatewayClassName"] != intent["spec"]["gatewayClassName"]
-            || !kuberay_rules::subset::is_subset(&intent["spec"]["listeners"], &live["spec"]["listeners"])
+            || !kuberay_plugin_sdk::subset::is_subset(
+                &intent["spec"]["listeners"],
+                &live["spec"]["listeners"],
+            )
     };
     write(ctx, &intent, existing, differs, "the Gateway")
 }
@@ -630,7 +633,10 @@ pub fn reconcile_route<H: Host>(
     });
     let differs = |live: &Value| {
         backends(live) != backends(&intent)
-            || !kuberay_rules::subset::is_subset(&intent["spec"]["parentRefs"], &live["spec"]["parentRefs"])
+            || !kuberay_plugin_sdk::subset::is_subset(
+                &intent["spec"]["parentRefs"],
+                &live["spec"]["parentRefs"],
+            )
     };
     write(ctx, &intent, existing, differs, "the HTTPRoute").map(Some)
 }

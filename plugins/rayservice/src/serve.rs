@@ -11,11 +11,12 @@
 use std::collections::BTreeMap;
 
 use kuberay_crds::{AppStatus, RayCluster, ServeDeploymentStatus, constants::conditions as types};
+use kuberay_plugin_sdk::subset::is_subset;
 use kuberay_plugin_sdk::{
     Event, Host, LogLevel, RayHead,
     ray::serve::{ApplicationStatus, ServeDetails},
 };
-use kuberay_rules::{consts::action, subset::is_subset};
+use kuberay_rules::consts::action;
 use serde_json::Value;
 
 use crate::{

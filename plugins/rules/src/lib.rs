@@ -11,8 +11,6 @@
 //! - [`syntax`]: Kubernetes' name and label syntaxes KubeRay validates, with Kubernetes' messages;
 //! - [`env`]: container environment variables, added without overriding the user's;
 //! - [`auth`]: token authentication of the containers that talk to Ray (`authOptions`);
-//! - [`subset`]: "the live object already carries everything we would write", used by the host to skip
-//!   writes and by plugins to decide whether to write at all;
 //! - [`hash`]: the spec hashes KubeRay stores on Pods and RayClusters;
 //! - [`time`]: the host's clock in whole seconds, as Kubernetes stores it;
 //! - [`report`]: a write followed by a Normal or Warning event, the way KubeRay reports what it did.
@@ -31,6 +29,5 @@ pub mod names;
 pub mod operator_env;
 pub mod ports;
 pub mod report;
-pub mod subset;
 pub mod syntax;
 pub mod time;

@@ -21,14 +21,10 @@
 #![forbid(unsafe_code)]
 
 mod document;
-mod error;
 mod event;
 mod host;
-mod kind;
-pub mod ownership;
 mod plugin;
 pub mod ray;
-pub mod selector;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 mod typed;
@@ -46,13 +42,17 @@ macro_rules! export_plugin {
 }
 
 pub use document::Document;
-pub use error::{HostError, ReconcileError};
 pub use event::{Event, EventType};
 pub use host::{Host, LogLevel};
-pub use kind::Kind;
-pub use plugin::{Capability, Outcome, Plugin, PluginMetadata, Request, Verb};
+pub use plugin::{Outcome, Plugin, Request};
 pub use ray::{PortRole, RayError, RayHead, RayRequest, RayResponse, RayTarget, RayTransport};
 pub use typed::TypedHost;
+
+/// The vocabulary shared with the operator (`kuberay-core`), re-exported: plugins name only this crate.
+pub use kuberay_core::{
+    Capability, HostError, HostResult, Kind, PluginMetadata, ReconcileError, Verb, ownership, selector,
+    subset,
+};
 
 /// The version of the WIT package (`wit/plugin.wit`) this SDK implements.
 pub const WIT_VERSION: &str = "0.1.1";

@@ -11,6 +11,7 @@ use std::{
     sync::{Arc, Mutex, MutexGuard, PoisonError},
 };
 
+use kuberay_admission::strip_host_condition;
 use kuberay_plugin_sdk::{
     Document, Event, Host, HostError, Kind, LogLevel, Plugin, RayRequest, RayResponse, Request,
 };
@@ -24,7 +25,6 @@ use super::{
 };
 use crate::{
     admission::{Admission, Cluster as _, Primary},
-    kubernetes::strip_host_condition,
     metrics::Metrics,
     policy::{Policy, grant::grant_for_entry},
     sandbox::{

@@ -11,12 +11,12 @@ use std::{
     },
 };
 
+use kuberay_admission::Key;
 use kuberay_plugin_sdk::{HostError, Kind, ownership, selector::Selector};
 use serde_json::{Map, Value, json};
 
 use crate::{
     admission::{Admitted, Cluster, Decision, ToSend},
-    kubernetes::overlay::Key,
     sandbox::host_api::HostResult,
 };
 

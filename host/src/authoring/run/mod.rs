@@ -24,6 +24,7 @@ use std::{
     time::Duration,
 };
 
+use kuberay_admission::strip_host_condition;
 use kuberay_plugin_sdk::Kind;
 use serde::Deserialize;
 use serde_json::Value;
@@ -36,7 +37,6 @@ pub use self::{
 use self::{cluster::MemoryCluster, host::OfflineHost};
 use crate::{
     admission::{Admission, Primary},
-    kubernetes::strip_host_condition,
     metrics::Metrics,
     policy::{Policy, PolicyError, Profile},
     sandbox::{

@@ -18,7 +18,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use kuberay_plugin_sdk::{HostError, Kind};
+use kuberay_core::{HostError, Kind};
 use serde_json::{Map, Value};
 
 use super::{
@@ -28,15 +28,15 @@ use super::{
 };
 
 /// How many controllers up the root is looked for (RayCronJob → RayJob → RayCluster is two).
-pub(crate) const MAX_DEPTH: usize = 4;
+pub const MAX_DEPTH: usize = 4;
 
 /// The user's request behind one reconcile.
 #[derive(Debug, Default)]
-pub(crate) struct Request {
+pub struct Request {
     /// The root, as `Kind name` for messages; `None` when there is none.
-    pub(crate) root: Option<String>,
+    pub root: Option<String>,
     /// Whether the reconciled object is the root (a user wrote it).
-    pub(crate) user_wrote_primary: bool,
+    pub user_wrote_primary: bool,
     /// Names referred to by the root or any spec on the way down, by target.
     names: BTreeMap<Target, BTreeSet<String>>,
     /// Signatures of the Pod Security settings there.
@@ -51,32 +51,32 @@ pub(crate) struct Request {
 
 impl Request {
     /// Whether the request names `name` as a `target`.
-    pub(crate) fn names(&self, target: Target, name: &str) -> bool {
+    pub fn names(&self, target: Target, name: &str) -> bool {
         self.names.get(&target).is_some_and(|n| n.contains(name))
     }
 
     /// Whether the request asks for the Pod Security setting `signature`.
-    pub(crate) fn asks_for(&self, signature: &str) -> bool {
+    pub fn asks_for(&self, signature: &str) -> bool {
         self.settings.contains(signature)
     }
 
     /// Whether the root holds the string `value` anywhere.
-    pub(crate) fn says(&self, value: &str) -> bool {
+    pub fn says(&self, value: &str) -> bool {
         self.strings.contains(value)
     }
 
     /// Whether the root carries the annotation `key: value` (on itself or one of its templates).
-    pub(crate) fn annotates(&self, key: &str, value: &str) -> bool {
+    pub fn annotates(&self, key: &str, value: &str) -> bool {
         self.annotations.contains(&(key.to_string(), value.to_string()))
     }
 
     /// Whether the root's spec holds exactly this label selector.
-    pub(crate) fn selects(&self, selector: &BTreeMap<String, String>) -> bool {
+    pub fn selects(&self, selector: &BTreeMap<String, String>) -> bool {
         self.selectors.iter().any(|s| s == selector)
     }
 
     /// The root for messages: `RayService x`, or why there is none.
-    pub(crate) fn describe(&self) -> &str {
+    pub fn describe(&self) -> &str {
         self.root
             .as_deref()
             .unwrap_or("no user's object (its controller is gone)")
@@ -140,14 +140,14 @@ fn collect(value: &Value, key: Option<&str>, into: &mut Request) {
 }
 
 /// A map whose values are all strings.
-pub(crate) fn string_map(map: &Map<String, Value>) -> Option<BTreeMap<String, String>> {
+pub fn string_map(map: &Map<String, Value>) -> Option<BTreeMap<String, String>> {
     map.iter()
         .map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
         .collect()
 }
 
 /// The request behind a reconcile of `primary`. `reconciled` is every kind a plugin reconciles.
-pub(crate) async fn request(
+pub async fn request(
     cluster: &impl Cluster,
     primary: &Primary,
     reconciled: &BTreeSet<Kind>,

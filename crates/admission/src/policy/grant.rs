@@ -7,10 +7,10 @@ use std::{
     sync::Arc,
 };
 
-use kuberay_plugin_sdk::{Kind, PluginMetadata, Verb};
+use kuberay_core::{Kind, PluginMetadata, Verb};
 
 use super::file::{ContentRules, Entry, Policy, is_sensitive_reconciled_kind, verb_name};
-use crate::sandbox::CallBudget;
+use crate::budget::CallBudget;
 
 /// What a plugin may do. Checked on every host call; anything not granted is refused.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -19,10 +19,10 @@ pub struct Grant {
     pub entry: String,
     verbs: BTreeMap<Kind, BTreeSet<Verb>>,
     /// Owned kinds (watched for changes).
-    pub(crate) owns: BTreeSet<Kind>,
+    pub owns: BTreeSet<Kind>,
     /// Whether the plugin may send requests to Ray heads.
     pub ray_heads: bool,
-    pub(crate) rules: Option<ContentRules>,
+    pub rules: Option<ContentRules>,
     /// The finalizer the plugin may set on its objects, and whose presence makes the host call its
     /// `cleanup`: the one its entry names, if the plugin declares it.
     pub finalizer: Option<String>,
@@ -34,7 +34,7 @@ pub struct Grant {
     labelled_kinds: Arc<BTreeSet<Kind>>,
     /// Kinds some plugin of the policy reconciles: an object controlled by one of them was written by a
     /// plugin (see `admission::provenance`).
-    pub(crate) reconciled_kinds: Arc<BTreeSet<Kind>>,
+    pub reconciled_kinds: Arc<BTreeSet<Kind>>,
 }
 
 /// Why a plugin file is not loaded. `reason` is one of a fixed set (a metric label).
@@ -55,16 +55,16 @@ fn secret_kind() -> Kind {
 
 impl Grant {
     /// Whether any verb is granted on `kind`.
-    pub(crate) fn covers(&self, kind: &Kind) -> bool {
+    pub fn covers(&self, kind: &Kind) -> bool {
         self.verbs.get(kind).is_some_and(|verbs| !verbs.is_empty())
     }
 
-    pub(crate) fn allows(&self, kind: &Kind, verb: Verb) -> bool {
+    pub fn allows(&self, kind: &Kind, verb: Verb) -> bool {
         self.verbs.get(kind).is_some_and(|verbs| verbs.contains(&verb))
     }
 
     /// `kind` as a metric label: itself if the policy names it, else `other`.
-    pub(crate) fn kind_label(&self, kind: &Kind) -> String {
+    pub fn kind_label(&self, kind: &Kind) -> String {
         if self.labelled_kinds.contains(kind) {
             kind.to_string()
         } else {
@@ -84,7 +84,7 @@ impl Grant {
     }
 
     /// What this grant holds that `running` does not, if anything.
-    pub(crate) fn exceeds(&self, running: &Grant) -> Option<String> {
+    pub fn exceeds(&self, running: &Grant) -> Option<String> {
         for (kind, verbs) in &self.verbs {
             if let Some(verb) = verbs.iter().find(|v| !running.allows(kind, **v)) {
                 return Some(format!("{} on {kind}", verb_name(*verb)));
@@ -115,8 +115,8 @@ fn refusal(entry: &str, reason: &'static str, message: String) -> LoadRefusal {
 }
 
 /// The entry of the plugin file `file` (digest `sha256`), or why no plugin in it may run: checked before
-/// the file is compiled, and again by [`grant_for`].
-pub(crate) fn entry_for<'p>(policy: &'p Policy, file: &str, sha256: &str) -> Result<&'p Entry, LoadRefusal> {
+/// the file is compiled, and again by [`grant_for_entry`].
+pub fn entry_for<'p>(policy: &'p Policy, file: &str, sha256: &str) -> Result<&'p Entry, LoadRefusal> {
     let Some(entry) = policy.entry_for_file(file) else {
         return Err(refusal(
             "unknown",
@@ -137,7 +137,7 @@ pub(crate) fn entry_for<'p>(policy: &'p Policy, file: &str, sha256: &str) -> Res
 /// The grant of the plugin in the file `file` (digest `sha256`) that describes itself as `metadata`, or why
 /// it may not run. Where its entry sets no budget, `defaults` (the operator's) apply.
 #[cfg(test)]
-pub(crate) fn grant_for(
+pub fn grant_for(
     policy: &Policy,
     file: &str,
     sha256: &str,
@@ -149,7 +149,7 @@ pub(crate) fn grant_for(
 
 /// The grant of the plugin of `entry` (one of `policy`'s) that describes itself as `metadata`, or why it
 /// may not run.
-pub(crate) fn grant_for_entry(
+pub fn grant_for_entry(
     policy: &Policy,
     entry: &Entry,
     metadata: &PluginMetadata,
@@ -244,7 +244,7 @@ fn named_kinds(entry: &Entry) -> Vec<Kind> {
 
 #[cfg(test)]
 mod tests {
-    use kuberay_plugin_sdk::Capability;
+    use kuberay_core::Capability;
 
     use super::*;
 

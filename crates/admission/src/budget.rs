@@ -15,23 +15,23 @@
 use std::{sync::Mutex, time::Instant};
 
 /// Largest object (JSON text) a plugin may create or apply: etcd's default request limit.
-pub(crate) const MAX_OBJECT_BYTES: usize = 1536 * 1024;
+pub const MAX_OBJECT_BYTES: usize = 1536 * 1024;
 /// Largest label selector.
-pub(crate) const MAX_SELECTOR_BYTES: usize = 4096;
+pub const MAX_SELECTOR_BYTES: usize = 4096;
 /// Largest name, group, version, kind or finalizer (a DNS subdomain is at most 253 bytes; a qualified
 /// finalizer name adds a prefix).
-pub(crate) const MAX_NAME_BYTES: usize = 317;
+pub const MAX_NAME_BYTES: usize = 317;
 /// Largest event note (the events API refuses longer ones).
-pub(crate) const MAX_EVENT_NOTE_BYTES: usize = 1024;
+pub const MAX_EVENT_NOTE_BYTES: usize = 1024;
 /// Largest event reason and action (the events API's limit).
-pub(crate) const MAX_EVENT_REASON_BYTES: usize = 128;
+pub const MAX_EVENT_REASON_BYTES: usize = 128;
 /// Largest request body to a Ray head (a job submission with its runtime environment fits).
-pub(crate) const MAX_RAY_BODY_BYTES: usize = 4 << 20;
+pub const MAX_RAY_BODY_BYTES: usize = 4 << 20;
 /// Largest path (query included) of a request to a Ray head.
-pub(crate) const MAX_RAY_PATH_BYTES: usize = 4096;
+pub const MAX_RAY_PATH_BYTES: usize = 4096;
 /// Headers of a request to a Ray head, and their total size.
-pub(crate) const MAX_RAY_HEADERS: usize = 32;
-pub(crate) const MAX_RAY_HEADER_BYTES: usize = 16 << 10;
+pub const MAX_RAY_HEADERS: usize = 32;
+pub const MAX_RAY_HEADER_BYTES: usize = 16 << 10;
 
 /// How much one call (one reconcile or cleanup) may ask of the host, and (`rates`) how much all of a
 /// plugin's calls together may ask over time.
@@ -95,7 +95,7 @@ impl Default for RateBudget {
 /// than a crate: `governor`'s buckets hold whole cells of at most `u32`, and this one meters bytes as well
 /// as events.
 #[derive(Debug)]
-pub(crate) struct TokenBucket {
+pub struct TokenBucket {
     burst: f64,
     per_second: f64,
     state: Mutex<(f64, Instant)>,
@@ -103,7 +103,7 @@ pub(crate) struct TokenBucket {
 
 impl TokenBucket {
     /// A full bucket.
-    pub(crate) fn new(burst: u64, per_second: u64) -> Self {
+    pub fn new(burst: u64, per_second: u64) -> Self {
         let burst = burst as f64;
         Self {
             burst,
@@ -113,11 +113,11 @@ impl TokenBucket {
     }
 
     /// Takes `n` tokens if there are that many.
-    pub(crate) fn take(&self, n: u64) -> bool {
+    pub fn take(&self, n: u64) -> bool {
         self.take_at(n, Instant::now())
     }
 
-    pub(crate) fn take_at(&self, n: u64, now: Instant) -> bool {
+    pub fn take_at(&self, n: u64, now: Instant) -> bool {
         let mut state = self
             .state
             .lock()
@@ -139,36 +139,36 @@ impl TokenBucket {
 /// A breach of a limit: which one (a fixed name, used as a metric label) and what happened.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
-pub(crate) struct Exceeded {
+pub struct Exceeded {
     /// One of the fixed limit names (`host-calls`, `writes`, `events`, `list-items`, `object-size`, ...).
-    pub(crate) limit: &'static str,
-    pub(crate) message: String,
+    pub limit: &'static str,
+    pub message: String,
 }
 
 /// What a call has used so far.
 #[derive(Debug, Default)]
-pub(crate) struct Usage {
+pub struct Usage {
     budget: CallBudget,
     host_calls: u32,
     writes: u32,
     events: u32,
     write_bytes: u64,
     /// The first breach, if any.
-    pub(crate) exceeded: Option<Exceeded>,
+    pub exceeded: Option<Exceeded>,
     /// Whether the first breach was logged and counted.
-    pub(crate) reported: bool,
+    pub reported: bool,
 }
 
 /// What a host call costs, besides being one host call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Cost {
+pub enum Cost {
     Read,
     Write,
     Event,
 }
 
 impl Usage {
-    pub(crate) fn new(budget: CallBudget) -> Self {
+    pub fn new(budget: CallBudget) -> Self {
         Self {
             budget,
             ..Self::default()
@@ -176,7 +176,7 @@ impl Usage {
     }
 
     /// Charges one host call. After a breach every further call is refused with the same breach.
-    pub(crate) fn charge(&mut self, cost: Cost) -> Result<(), Exceeded> {
+    pub fn charge(&mut self, cost: Cost) -> Result<(), Exceeded> {
         if let Some(exceeded) = &self.exceeded {
             return Err(exceeded.clone());
         }
@@ -211,7 +211,7 @@ impl Usage {
     }
 
     /// Checks the size of a string the plugin passed.
-    pub(crate) fn input(&mut self, what: &'static str, len: usize, max: usize) -> Result<(), Exceeded> {
+    pub fn input(&mut self, what: &'static str, len: usize, max: usize) -> Result<(), Exceeded> {
         if len > max {
             return self.breach(
                 "input-size",
@@ -223,7 +223,7 @@ impl Usage {
 
     /// Charges the bytes of an object or status to write: to this call's budget, then to the plugin's rate
     /// across calls (`rate`, which is only charged when the call's budget allows the write).
-    pub(crate) fn write_bytes(&mut self, len: usize, rate: &TokenBucket) -> Result<(), Exceeded> {
+    pub fn write_bytes(&mut self, len: usize, rate: &TokenBucket) -> Result<(), Exceeded> {
         if let Some(exceeded) = &self.exceeded {
             return Err(exceeded.clone());
         }
@@ -251,7 +251,7 @@ impl Usage {
     }
 
     /// Checks the number of objects a list returns.
-    pub(crate) fn list(&mut self, items: usize) -> Result<(), Exceeded> {
+    pub fn list(&mut self, items: usize) -> Result<(), Exceeded> {
         let max = self.budget.list_items;
         if items > max {
             return self.breach(

@@ -3,21 +3,21 @@
 //! KubeRay's RayService labels `ray.io/serve=true|false`).
 //!
 //! Such an intent names the object and its labels and nothing else, and every label key must be one the
-//! plugin's policy entry lists in `grandchildLabels` (`kuberay_plugin_sdk::ownership::label_only`, shared
+//! plugin's policy entry lists in `grandchildLabels` (`kuberay_core::ownership::label_only`, shared
 //! with `FakeHost`); the host also checks each label's syntax. What the host sends is rebuilt from
 //! those parts with the live object's uid, so the apply cannot create an object that has gone in the
 //! meantime (the API server refuses a uid it cannot find) and carries no owner reference.
 
 use std::collections::BTreeSet;
 
-use kuberay_plugin_sdk::{Kind, ownership};
+use kuberay_core::{Kind, ownership};
 use serde_json::{Map, Value, json};
 
-use super::names;
+use crate::names;
 
 /// The labels of a label-only intent for an object in `namespace`, or why `object` is not one (the SDK's
 /// rule, which `FakeHost` applies too), sets a key outside `allowed`, or a label Kubernetes would refuse.
-pub(crate) fn labels(
+pub fn labels(
     object: &Value,
     namespace: &str,
     allowed: &BTreeSet<String>,
@@ -31,13 +31,7 @@ pub(crate) fn labels(
 
 /// The server-side apply body the host sends for a label-only intent: the object named by kind, name,
 /// namespace and `uid` (a precondition), and its labels.
-pub(crate) fn intent(
-    kind: &Kind,
-    namespace: &str,
-    name: &str,
-    uid: &str,
-    labels: Map<String, Value>,
-) -> Value {
+pub fn intent(kind: &Kind, namespace: &str, name: &str, uid: &str, labels: Map<String, Value>) -> Value {
     json!({
         "apiVersion": kind.api_version(),
         "kind": kind.kind,

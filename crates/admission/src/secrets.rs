@@ -3,13 +3,13 @@
 //! user's request names it). Lists of Secrets are filtered accordingly. Referring to a Secret from what it
 //! writes is a different matter, judged in `judge.rs`.
 
-use kuberay_plugin_sdk::{HostError, Kind};
+use kuberay_core::{HostError, Kind};
 use serde_json::Value;
 
 use super::{Admission, Cluster, forbidden, scan::Target, str_at};
 
 /// Whether `kind` is the Secret kind (reads of it are checked one by one).
-pub(crate) fn is_secret(kind: &Kind) -> bool {
+pub fn is_secret(kind: &Kind) -> bool {
     kind.group.is_empty() && kind.version == "v1" && kind.kind == "Secret"
 }
 
@@ -24,7 +24,7 @@ impl<C: Cluster> Admission<C> {
     }
 
     /// Checks a Secret the plugin read: `Err(Forbidden)` unless it was granted.
-    pub(crate) async fn check_secret_read(&self, secret: &Value) -> Result<(), HostError> {
+    pub async fn check_secret_read(&self, secret: &Value) -> Result<(), HostError> {
         if self.may_read_secret(secret).await? {
             return Ok(());
         }
@@ -36,7 +36,7 @@ impl<C: Cluster> Admission<C> {
     }
 
     /// Keeps the Secrets of a list the plugin was granted.
-    pub(crate) async fn filter_secrets(&self, items: Vec<Value>) -> Result<Vec<Value>, HostError> {
+    pub async fn filter_secrets(&self, items: Vec<Value>) -> Result<Vec<Value>, HostError> {
         let mut kept = Vec::with_capacity(items.len());
         for item in items {
             if self.may_read_secret(&item).await? {

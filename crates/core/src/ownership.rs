@@ -1,5 +1,5 @@
 //! The host's ownership rules for a plugin's writes, in one place: the operator enforces them on every
-//! call and [`testing::FakeHost`](crate::testing) applies the same code, so plugin unit tests meet exactly
+//! call and the SDK's `testing::FakeHost` applies the same code, so plugin unit tests meet exactly
 //! the refusals a real cluster gives. What a plugin creates or applies gets one controller owner reference,
 //! to the object being reconciled, and nothing that ties it to anything else:
 //!

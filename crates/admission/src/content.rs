@@ -6,40 +6,40 @@
 
 use std::collections::BTreeMap;
 
-use kuberay_plugin_sdk::Kind;
+use kuberay_core::Kind;
 use serde_json::Value;
 
 use super::{each, pod_security, provenance::string_map, str_at, strings_at};
 use crate::policy::file::{ContentRules, RoleRule};
 
 /// The label that ties a Pod to its RayCluster (the head Service and the operator find Pods by it).
-pub(crate) const CLUSTER_LABEL: &str = "ray.io/cluster";
+pub const CLUSTER_LABEL: &str = "ray.io/cluster";
 
 /// KubeRay's own annotation domain: annotations a plugin writes there carry no controller configuration.
 const KUBERAY_ANNOTATIONS: &str = "ray.io/";
 
 /// What must still be verified of an object that passed [`check`].
 #[derive(Debug, Default, PartialEq, Eq)]
-pub(crate) struct Needs {
+pub struct Needs {
     /// Objects the reconciled object must control (directly or through an object of a kind it owns), and
     /// what the written object does with each.
-    pub(crate) owned: Vec<(Kind, String, &'static str)>,
+    pub owned: Vec<(Kind, String, &'static str)>,
     /// ServiceAccounts a RoleBinding binds: controlled, named by the user's request, or granted.
-    pub(crate) bound_accounts: Vec<String>,
+    pub bound_accounts: Vec<String>,
     /// Values the user's request must hold (`what`, value): hosts, class names, Service types.
-    pub(crate) said: Vec<(&'static str, String)>,
+    pub said: Vec<(&'static str, String)>,
     /// Annotations the user's request must carry.
-    pub(crate) annotations: Vec<(String, String)>,
+    pub annotations: Vec<(String, String)>,
     /// A Service's selector: it must pick Pods of a RayCluster of the reconciled object, or be the user's.
-    pub(crate) selector: Option<BTreeMap<String, String>>,
+    pub selector: Option<BTreeMap<String, String>>,
     /// `ray.io/cluster` values on Pods and pod templates: the reconciled cluster, one it controls, or one the
     /// user's request names.
-    pub(crate) cluster_labels: Vec<String>,
+    pub cluster_labels: Vec<String>,
 }
 
 impl Needs {
     /// Whether nothing is left to verify.
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         *self == Self::default()
     }
 }
@@ -51,12 +51,7 @@ fn kind(group: &str, kind: &str) -> Kind {
 }
 
 /// Checks `object` (of `kind`, to be written in `namespace`) against `rules`; returns what is left to verify.
-pub(crate) fn check(
-    kind: &Kind,
-    object: &Value,
-    rules: &ContentRules,
-    namespace: &str,
-) -> Result<Needs, String> {
+pub fn check(kind: &Kind, object: &Value, rules: &ContentRules, namespace: &str) -> Result<Needs, String> {
     let mut needs = Needs::default();
     cluster_labels(object, &mut needs);
     match (kind.group.as_str(), kind.kind.as_str()) {
@@ -313,7 +308,7 @@ fn route(object: &Value, namespace: &str, needs: &mut Needs) -> Checked {
 }
 
 /// The `ray.io/cluster` value a selector requires, if it requires one.
-pub(crate) fn selected_cluster(selector: &BTreeMap<String, String>) -> Option<&str> {
+pub fn selected_cluster(selector: &BTreeMap<String, String>) -> Option<&str> {
     selector.get(CLUSTER_LABEL).map(String::as_str)
 }
 

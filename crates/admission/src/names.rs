@@ -4,12 +4,12 @@
 //! server's own (apimachinery's `IsDNS1123Subdomain`, `IsDNS1123Label`, `IsQualifiedName`,
 //! `IsValidLabelValue` and the path-segment rule), so a well-formed object never trips them.
 
-use kuberay_plugin_sdk::Kind;
+use kuberay_core::Kind;
 
 /// Why a name was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid {what} {value:?}: {rule}")]
-pub(crate) struct InvalidName {
+pub struct InvalidName {
     what: &'static str,
     value: String,
     rule: &'static str,
@@ -28,7 +28,7 @@ fn is_label_char(c: char) -> bool {
 }
 
 /// RFC 1123 label: 1-63 lowercase alphanumerics or '-', starting and ending alphanumeric.
-pub(crate) fn dns1123_label(value: &str) -> bool {
+pub fn dns1123_label(value: &str) -> bool {
     !value.is_empty()
         && value.len() <= 63
         && value.chars().all(is_label_char)
@@ -64,7 +64,7 @@ fn qualified_name(value: &str) -> bool {
 
 /// The name of an object of `kind`. Most kinds need a DNS-1123 subdomain; RBAC objects may use any path
 /// segment (`system:controller:x`), as the API server allows.
-pub(crate) fn object_name(kind: &Kind, name: &str) -> Checked {
+pub fn object_name(kind: &Kind, name: &str) -> Checked {
     if kind.group == "rbac.authorization.k8s.io" {
         let segment = !name.is_empty()
             && name.len() <= 253
@@ -91,7 +91,7 @@ pub(crate) fn object_name(kind: &Kind, name: &str) -> Checked {
 
 /// A kind as a plugin names it: group a DNS-1123 subdomain (or empty for the core API), version a DNS-1123
 /// label, kind an alphanumeric identifier starting with a letter (what the API server accepts for CRDs).
-pub(crate) fn kind(kind: &Kind) -> Checked {
+pub fn kind(kind: &Kind) -> Checked {
     if !kind.group.is_empty() && !dns1123_subdomain(&kind.group) {
         return fail("API group", &kind.group, "must be a DNS-1123 subdomain");
     }
@@ -113,7 +113,7 @@ pub(crate) fn kind(kind: &Kind) -> Checked {
 }
 
 /// The name of a namespace.
-pub(crate) fn namespace(name: &str) -> Checked {
+pub fn namespace(name: &str) -> Checked {
     if dns1123_label(name) {
         Ok(())
     } else {
@@ -122,7 +122,7 @@ pub(crate) fn namespace(name: &str) -> Checked {
 }
 
 /// A label: the key a qualified name (optional DNS-1123 subdomain prefix and '/'), the value a label value.
-pub(crate) fn label(key: &str, value: &str) -> Checked {
+pub fn label(key: &str, value: &str) -> Checked {
     if !qualified_name(key) {
         return fail("label key", key, "must be a qualified name");
     }
@@ -137,7 +137,7 @@ pub(crate) fn label(key: &str, value: &str) -> Checked {
 }
 
 /// A finalizer: a qualified name, as the API server requires (`ray.io/rayjob-finalizer`).
-pub(crate) fn finalizer(value: &str) -> Checked {
+pub fn finalizer(value: &str) -> Checked {
     if qualified_name(value) {
         Ok(())
     } else {
@@ -187,7 +187,7 @@ fn requirement(part: &str) -> bool {
 }
 
 /// A label selector in its string form, every key a qualified name and every value a label value.
-pub(crate) fn label_selector(selector: &str) -> Checked {
+pub fn label_selector(selector: &str) -> Checked {
     if selector.len() <= 4096 && top_level_parts(selector).into_iter().all(requirement) {
         Ok(())
     } else {

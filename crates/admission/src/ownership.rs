@@ -3,12 +3,12 @@
 //! objects count as the reconciled object's: those it controls, and those an object of a kind the plugin
 //! owns controls on its behalf (checked by uid at both steps; names alone decide nothing).
 
-pub(crate) use kuberay_plugin_sdk::ownership::controlled_by;
-use kuberay_plugin_sdk::{HostError, Kind, ownership::Writer};
+pub use kuberay_core::ownership::controlled_by;
+use kuberay_core::{HostError, Kind, ownership::Writer};
 use serde_json::{Value, json};
 
 use super::{Admission, Cluster, controller, forbidden, str_at};
-use crate::kubernetes::names;
+use crate::names;
 
 /// The controller a write names instead of the reconciled object: an object of a kind the plugin owns that
 /// the reconciled object controls (verified by uid), so that the written object is controlled by the
@@ -60,7 +60,7 @@ impl<C: Cluster> Admission<C> {
         let kind = Kind::from_api_version(api_version, kind);
         Ok(Some(Delegate {
             uid: uid.to_string(),
-            reference: kuberay_plugin_sdk::ownership::owner_reference(&kind, name, uid),
+            reference: kuberay_core::ownership::owner_reference(&kind, name, uid),
         }))
     }
 
@@ -75,7 +75,7 @@ impl<C: Cluster> Admission<C> {
         let namespace = self.primary.namespace.clone();
         let owner = match delegate {
             Some(d) => d.reference.clone(),
-            None => kuberay_plugin_sdk::ownership::owner_reference(
+            None => kuberay_core::ownership::owner_reference(
                 &self.primary.kind,
                 &self.primary.name,
                 &self.primary.uid,
@@ -135,7 +135,7 @@ impl<C: Cluster> Admission<C> {
     /// Whether `object`'s controller is an object of a kind the plugin owns that the reconciled object
     /// controls: the controller reference's uid is that object's, and that object's controller reference
     /// carries the reconciled object's uid.
-    pub(crate) async fn controlled_through_owned(&self, object: &Value) -> Result<bool, HostError> {
+    pub async fn controlled_through_owned(&self, object: &Value) -> Result<bool, HostError> {
         match controller(object) {
             Some(owner) => self.controlled_through_owned_reference(owner).await,
             None => Ok(false),

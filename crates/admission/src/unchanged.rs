@@ -10,11 +10,11 @@ use std::{
 
 use serde_json::Value;
 
-use super::overlay::Key;
+use crate::Key;
 
 /// Whether every value in `intent` is present, equal, in `live`: the one rule plugins and host share
 /// (`kuberay_rules::subset`), so a plugin never writes what the host then skips, or the other way round.
-pub(crate) use kuberay_rules::subset::is_subset;
+pub use kuberay_core::subset::is_subset;
 
 /// Objects (per subresource) remembered at most; past this the least recently used are forgotten, which
 /// costs one write that could have been skipped.
@@ -22,28 +22,28 @@ const CAP: usize = 50_000;
 
 /// The parts of an object a plugin's writes are remembered for: the object, its status, and a label-only
 /// apply (`crate::admission`).
-pub(crate) const OBJECT: &str = "";
-pub(crate) const STATUS: &str = "status";
-pub(crate) const LABELS: &str = "labels";
+pub const OBJECT: &str = "";
+pub const STATUS: &str = "status";
+pub const LABELS: &str = "labels";
 
 /// An intent's hash and the tick it was last used at, per object and subresource.
 type Hashes = HashMap<(Key, &'static str), (u64, u64)>;
 
 /// What each plugin last applied to each object (as a hash), per subresource, with when it was last used.
 #[derive(Default)]
-pub(crate) struct LastApplied {
+pub struct LastApplied {
     hashes: Mutex<Hashes>,
     clock: std::sync::atomic::AtomicU64,
 }
 
-pub(crate) fn intent_hash(intent: &Value) -> u64 {
+pub fn intent_hash(intent: &Value) -> u64 {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     intent.to_string().hash(&mut hasher);
     hasher.finish()
 }
 
 impl LastApplied {
-    pub(crate) fn same_as_last(&self, key: &Key, subresource: &'static str, hash: u64) -> bool {
+    pub fn same_as_last(&self, key: &Key, subresource: &'static str, hash: u64) -> bool {
         let tick = self.tick();
         match self.lock().get_mut(&(key.clone(), subresource)) {
             Some((last, used)) => {
@@ -54,7 +54,7 @@ impl LastApplied {
         }
     }
 
-    pub(crate) fn record(&self, key: Key, subresource: &'static str, hash: u64) {
+    pub fn record(&self, key: Key, subresource: &'static str, hash: u64) {
         let tick = self.tick();
         let mut hashes = self.lock();
         hashes.insert((key, subresource), (hash, tick));
@@ -70,7 +70,7 @@ impl LastApplied {
 
     /// Entries held.
     #[cfg(test)]
-    pub(crate) fn len(&self) -> usize {
+    fn len(&self) -> usize {
         self.lock().len()
     }
 
@@ -79,7 +79,7 @@ impl LastApplied {
     }
 
     /// Forgets what was applied to an object (deleted), without walking the other entries.
-    pub(crate) fn forget(&self, key: &Key) {
+    pub fn forget(&self, key: &Key) {
         let mut hashes = self.lock();
         for part in [OBJECT, STATUS, LABELS] {
             hashes.remove(&(key.clone(), part));
@@ -102,7 +102,7 @@ mod tests {
     #[test]
     fn last_applied_stays_within_its_cap_and_keeps_what_is_used() {
         let key = |name: &str| Key {
-            kind: kuberay_plugin_sdk::Kind::new("", "v1", "ConfigMap"),
+            kind: kuberay_core::Kind::new("", "v1", "ConfigMap"),
             namespace: "ns".into(),
             name: name.into(),
         };

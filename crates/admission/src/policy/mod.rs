@@ -6,9 +6,9 @@
 //! - `grant`: a plugin's effective grant (its request intersected with its entry), [`Grant`], and load-time
 //!   refusals.
 
-pub(crate) mod file;
-pub(crate) mod grant;
+pub mod file;
+pub mod grant;
 
 pub use file::{Entry, Policy, PolicyError, Profile};
 pub use grant::{Grant, LoadRefusal};
-pub(crate) use grant::{entry_for, grant_for_entry};
+pub use grant::{entry_for, grant_for_entry};

@@ -68,21 +68,21 @@ const APPARMOR_ANNOTATION: &str = "container.apparmor.security.beta.kubernetes.i
 
 /// The lowest profile that forbids a setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum Level {
+pub enum Level {
     Baseline,
     Restricted,
 }
 
 /// A setting a Pod Security profile forbids.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Finding {
-    pub(crate) level: Level,
+pub struct Finding {
+    pub level: Level,
     /// The setting and its value (`capability:SYS_PTRACE`, `seccomp:Unconfined`), where it stands left out.
-    pub(crate) signature: String,
+    pub signature: String,
     /// For people: where and what (`container ray-head runs without seccomp`).
-    pub(crate) message: String,
+    pub message: String,
     /// The capability, for findings an administrator may allow with `extraCapabilities`.
-    pub(crate) capability: Option<String>,
+    pub capability: Option<String>,
 }
 
 impl Finding {
@@ -97,7 +97,7 @@ impl Finding {
 }
 
 /// Whether `profile` (with `extra` capabilities added) allows `finding`.
-pub(crate) fn allows(profile: Profile, finding: &Finding, extra: &BTreeSet<String>) -> bool {
+pub fn allows(profile: Profile, finding: &Finding, extra: &BTreeSet<String>) -> bool {
     if finding.capability.as_ref().is_some_and(|cap| extra.contains(cap)) {
         return true;
     }
@@ -113,12 +113,12 @@ fn is_true(value: &Value, pointer: &str) -> bool {
 }
 
 /// Whether `value` is a pod spec: an object with a list of containers.
-pub(crate) fn is_pod_spec(value: &Value) -> bool {
+pub fn is_pod_spec(value: &Value) -> bool {
     value.get("containers").is_some_and(Value::is_array)
 }
 
 /// Every container of a pod spec (init and ephemeral ones included), with its name.
-pub(crate) fn containers(spec: &Value) -> impl Iterator<Item = (&str, &Value)> {
+pub fn containers(spec: &Value) -> impl Iterator<Item = (&str, &Value)> {
     ["containers", "initContainers", "ephemeralContainers"]
         .into_iter()
         .flat_map(move |key| spec.get(key).and_then(Value::as_array).into_iter().flatten())
@@ -126,7 +126,7 @@ pub(crate) fn containers(spec: &Value) -> impl Iterator<Item = (&str, &Value)> {
 }
 
 /// Every finding of a pod spec, under both profiles.
-pub(crate) fn pod_findings(spec: &Value, out: &mut Vec<Finding>) {
+pub fn pod_findings(spec: &Value, out: &mut Vec<Finding>) {
     for host in ["hostNetwork", "hostPID", "hostIPC"] {
         if is_true(spec, &format!("/{host}")) {
             out.push(Finding::new(
@@ -193,7 +193,7 @@ fn volumes(spec: &Value, out: &mut Vec<Finding>) {
 
 /// A container (or a container-shaped part, such as a RayCluster's `autoscalerOptions`): its own settings,
 /// and those it inherits from the pod's security context (`pod`), if any.
-pub(crate) fn container_findings(container: &Value, pod: Option<&Value>, who: &str, out: &mut Vec<Finding>) {
+pub fn container_findings(container: &Value, pod: Option<&Value>, who: &str, out: &mut Vec<Finding>) {
     let context = container.get("securityContext");
     let at = |p: &str| context.and_then(|c| c.pointer(p));
     if context.is_some_and(|c| is_true(c, "/privileged")) {
@@ -331,7 +331,7 @@ fn shared_context(context: Option<&Value>, who: &str, out: &mut Vec<Finding>) {
 }
 
 /// The AppArmor (and legacy seccomp) annotations of an `annotations` map: `unconfined` is a baseline finding.
-pub(crate) fn annotation_findings(annotations: &serde_json::Map<String, Value>, out: &mut Vec<Finding>) {
+pub fn annotation_findings(annotations: &serde_json::Map<String, Value>, out: &mut Vec<Finding>) {
     for (key, value) in annotations {
         let value = value.as_str().unwrap_or_default();
         if let Some(container) = key.strip_prefix(APPARMOR_ANNOTATION) {

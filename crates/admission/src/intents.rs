@@ -1,18 +1,17 @@
 //! `admit`: each kind of write a plugin asks for, taken through the stages of the module's table in order.
 
-use kuberay_plugin_sdk::{HostError, Kind};
+use kuberay_core::{HostError, Kind};
 use serde_json::{Value, json};
 
 use super::{Admission, Cluster, forbidden, ownership::controlled_by, secrets::is_secret, str_at};
-use crate::kubernetes::{
-    HOST_CONDITION, label_only,
-    overlay::Key,
+use crate::{
+    HOST_CONDITION, Key, label_only,
     unchanged::{self, intent_hash, is_subset},
 };
 
 /// A write a plugin asks for.
 #[derive(Debug)]
-pub(crate) enum Intent {
+pub enum Intent {
     /// Create an object (a Pod with `generateName`, say).
     Create { kind: Kind, object: Value },
     /// Server-side apply an object (or, to a grandchild, its labels).
@@ -31,7 +30,7 @@ pub(crate) enum Intent {
 }
 
 /// What admission decided about an [`Intent`] it did not refuse.
-pub(crate) enum Decision {
+pub enum Decision {
     /// Write it (`commit`).
     Write(Box<Admitted>),
     /// Nothing to write: the object already is what was asked for (`current`), or is gone.
@@ -43,19 +42,19 @@ pub(crate) enum Decision {
 
 /// An admitted write: the request to send and what to remember once it is written. The object's kind is
 /// namespaced and the write goes to the reconciled object's namespace.
-pub(crate) struct Admitted {
-    pub(crate) verb: &'static str,
-    pub(crate) kind: Kind,
+pub struct Admitted {
+    pub verb: &'static str,
+    pub kind: Kind,
     /// Empty for a create with `generateName` (the written object names it).
-    pub(crate) name: String,
-    pub(crate) send: ToSend,
+    pub name: String,
+    pub send: ToSend,
     /// The intent's hash, remembered under this subresource once written (`kubernetes::unchanged`).
-    pub(crate) remember: Option<(&'static str, u64)>,
+    pub remember: Option<(&'static str, u64)>,
 }
 
 /// The request an admitted write sends.
 #[derive(Debug)]
-pub(crate) enum ToSend {
+pub enum ToSend {
     Create(Value),
     /// A server-side apply carrying the live object's uid (a precondition).
     Apply(Value),
@@ -73,7 +72,7 @@ pub(crate) enum ToSend {
 
 impl<C: Cluster> Admission<C> {
     /// Takes a write through admission: `Err(Forbidden)` is a refusal, other errors are the cluster's.
-    pub(crate) async fn admit(&self, intent: Intent) -> Result<Decision, HostError> {
+    pub async fn admit(&self, intent: Intent) -> Result<Decision, HostError> {
         match intent {
             Intent::Create { kind, object } => self.admit_create(kind, object).await,
             Intent::Apply { kind, object } => self.admit_apply(kind, object).await,
@@ -83,7 +82,8 @@ impl<C: Cluster> Admission<C> {
         }
     }
 
-    pub(super) fn key(&self, kind: &Kind, name: &str) -> Key {
+    /// The address of `name` of `kind` in the reconciled object's namespace.
+    pub fn key(&self, kind: &Kind, name: &str) -> Key {
         Key {
             kind: kind.clone(),
             namespace: self.primary.namespace.clone(),

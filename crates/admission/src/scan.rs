@@ -16,7 +16,7 @@ use super::pod_security::{self, Finding};
 
 /// The kind of object a reference names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub(crate) enum Target {
+pub enum Target {
     Secret,
     ConfigMap,
     PersistentVolumeClaim,
@@ -31,7 +31,7 @@ pub(crate) enum Target {
 
 impl Target {
     /// How people call it.
-    pub(crate) fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Self::Secret => "Secret",
             Self::ConfigMap => "ConfigMap",
@@ -46,22 +46,22 @@ impl Target {
 
 /// A name an object refers to.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Reference {
-    pub(crate) target: Target,
-    pub(crate) name: String,
+pub struct Reference {
+    pub target: Target,
+    pub name: String,
     /// Where (a JSON pointer), for messages.
-    pub(crate) at: String,
+    pub at: String,
 }
 
 /// What [`scan`] found.
 #[derive(Debug, Default)]
-pub(crate) struct Scan {
-    pub(crate) references: Vec<Reference>,
-    pub(crate) findings: Vec<Finding>,
+pub struct Scan {
+    pub references: Vec<Reference>,
+    pub findings: Vec<Finding>,
 }
 
 /// Reads `value`, whose JSON pointer is `base` (for messages).
-pub(crate) fn scan(value: &Value, base: &str) -> Scan {
+pub fn scan(value: &Value, base: &str) -> Scan {
     let mut walk = Walk {
         path: vec![base.to_string()],
         scan: Scan::default(),
@@ -196,7 +196,7 @@ impl Walk {
 
 impl Scan {
     /// The names referred to, by target.
-    pub(crate) fn names(&self) -> BTreeMap<Target, std::collections::BTreeSet<String>> {
+    pub fn names(&self) -> BTreeMap<Target, std::collections::BTreeSet<String>> {
         let mut names: BTreeMap<Target, std::collections::BTreeSet<String>> = BTreeMap::new();
         for r in &self.references {
             names.entry(r.target).or_default().insert(r.name.clone());

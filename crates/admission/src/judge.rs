@@ -8,7 +8,7 @@
 //!   own profile allows it too.
 //! - **Content needs** (`content::Needs`): owned objects, the user's values, annotations and selectors.
 
-use kuberay_plugin_sdk::{HostError, Kind};
+use kuberay_core::{HostError, Kind};
 use serde_json::Value;
 
 use super::{

@@ -3,16 +3,17 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use kuberay_plugin_sdk::{Kind, Verb};
+use kuberay_core::{Kind, Verb};
 use serde::Deserialize;
 
 use crate::{
-    kubernetes::names,
-    sandbox::{CallBudget, RateBudget},
+    budget::{CallBudget, RateBudget},
+    names,
 };
 
-/// The policy shipped for this repository's plugins, used when `--policy` is not given.
-pub(crate) const BUILTIN: &str = include_str!("../../deploy/policy.yaml");
+/// The policy shipped for this repository's plugins, used when `--policy` is not given. The file stays with
+/// the operator (`host/deploy/`), where administrators look for it.
+pub const BUILTIN: &str = include_str!("../../../../host/deploy/policy.yaml");
 
 /// Why a policy file cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -54,19 +55,19 @@ impl std::str::FromStr for Profile {
 /// Which Secrets a plugin may touch, beyond none.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub(crate) struct SecretAccess {
+pub struct SecretAccess {
     /// Secrets the reconciled object controls (owner reference with `controller: true` and its uid), or
     /// that an object it controls controls (a RayJob's RayCluster's token Secret).
     #[serde(default)]
-    pub(crate) owned: bool,
+    pub owned: bool,
     /// Secrets the reconciled object's spec names (`secretName`, `secretKeyRef`, `secretRef`, ...).
     #[serde(default)]
-    pub(crate) named_in_spec: bool,
+    pub named_in_spec: bool,
 }
 
 impl Profile {
     /// The profile a `pod-security.kubernetes.io/enforce` label names, if it names one.
-    pub(crate) fn from_label(label: &str) -> Option<Self> {
+    pub fn from_label(label: &str) -> Option<Self> {
         match label {
             "privileged" => Some(Self::Privileged),
             "baseline" => Some(Self::Baseline),
@@ -76,7 +77,7 @@ impl Profile {
     }
 
     /// Its name, as the label and the policy write it.
-    pub(crate) fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Self::Privileged => "privileged",
             Self::Baseline => "baseline",
@@ -89,58 +90,58 @@ impl Profile {
 /// shared CA bundle, a site-wide pull Secret): the administrator's grant, by name.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub(crate) struct NamedReferences {
+pub struct NamedReferences {
     #[serde(default)]
-    pub(crate) secrets: BTreeSet<String>,
+    pub secrets: BTreeSet<String>,
     #[serde(default)]
-    pub(crate) config_maps: BTreeSet<String>,
+    pub config_maps: BTreeSet<String>,
     #[serde(default)]
-    pub(crate) persistent_volume_claims: BTreeSet<String>,
+    pub persistent_volume_claims: BTreeSet<String>,
     #[serde(default)]
-    pub(crate) service_accounts: BTreeSet<String>,
+    pub service_accounts: BTreeSet<String>,
 }
 
 /// One rule a Role written by a plugin may hold (RBAC's PolicyRule without resource names: a written rule
 /// is covered when each of its groups, resources and verbs is listed here; `*` is never implied).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub(crate) struct RoleRule {
-    pub(crate) api_groups: BTreeSet<String>,
-    pub(crate) resources: BTreeSet<String>,
-    pub(crate) verbs: BTreeSet<String>,
+pub struct RoleRule {
+    pub api_groups: BTreeSet<String>,
+    pub resources: BTreeSet<String>,
+    pub verbs: BTreeSet<String>,
 }
 
 impl SecretAccess {
     /// Whether any Secret at all may be touched.
-    pub(crate) fn any(self) -> bool {
+    pub fn any(self) -> bool {
         self.owned || self.named_in_spec
     }
 }
 
 /// What a granted object may contain.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ContentRules {
+pub struct ContentRules {
     /// What the plugin may set on its own: Pod Security settings the user's request does not ask for.
-    pub(crate) pod_security: Profile,
+    pub pod_security: Profile,
     /// The level assumed for a namespace without a `pod-security.kubernetes.io/enforce` label; the user's
     /// own settings are bounded by the namespace's level. Kubernetes' own default is `privileged`.
-    pub(crate) namespace_default: Profile,
+    pub namespace_default: Profile,
     /// Capabilities containers may add beyond the profile's.
-    pub(crate) extra_capabilities: BTreeSet<String>,
+    pub extra_capabilities: BTreeSet<String>,
     /// Service types a plugin may create on its own (`spec.type`; absent is ClusterIP); others only where
     /// the user's request asks for them.
-    pub(crate) service_types: BTreeSet<String>,
+    pub service_types: BTreeSet<String>,
     /// Objects the plugin may refer to by name besides those the user's request names or the reconciled
     /// object controls (ServiceAccounts: besides `default` too).
-    pub(crate) references: NamedReferences,
+    pub references: NamedReferences,
     /// What a Role the plugin writes may grant (none by default).
-    pub(crate) role_rules: Vec<RoleRule>,
+    pub role_rules: Vec<RoleRule>,
     /// Which Secrets the plugin may read.
-    pub(crate) secrets: SecretAccess,
+    pub secrets: SecretAccess,
     /// Label keys a plugin may set with a label-only apply on an object controlled by an object the
     /// reconciled object controls (a RayService's `ray.io/serve` on its RayClusters' head Pods); none by
     /// default.
-    pub(crate) grandchild_labels: BTreeSet<String>,
+    pub grandchild_labels: BTreeSet<String>,
 }
 
 impl Default for ContentRules {
@@ -162,23 +163,23 @@ impl Default for ContentRules {
 #[derive(Debug, Clone)]
 pub struct Entry {
     /// The administrator's name for it: the plugin must call itself this, and metrics use it.
-    pub(crate) name: String,
+    pub name: String,
     /// Its file name in the plugin directory; `None` for an entry a `ReconcilePlugin` resource defines (its
     /// component comes from a registry, see `crate::reconcileplugin`).
-    pub(crate) file: Option<String>,
+    pub file: Option<String>,
     /// Optional pin: the SHA-256 (hex) of the component file.
     pub sha256: Option<String>,
-    pub(crate) reconciles: Kind,
-    pub(crate) owns: BTreeSet<Kind>,
-    pub(crate) verbs: BTreeMap<Kind, BTreeSet<Verb>>,
-    pub(crate) ray_heads: bool,
-    pub(crate) rules: ContentRules,
+    pub reconciles: Kind,
+    pub owns: BTreeSet<Kind>,
+    pub verbs: BTreeMap<Kind, BTreeSet<Verb>>,
+    pub ray_heads: bool,
+    pub rules: ContentRules,
     /// The only finalizer the plugin may declare and set (none if absent).
-    pub(crate) finalizer: Option<String>,
+    pub finalizer: Option<String>,
     /// What it may ask of the host, where the policy says (the operator's defaults elsewhere).
-    pub(crate) budget: BudgetRules,
+    pub budget: BudgetRules,
     /// Its configuration (`config:`), which the plugin reads through the WIT `config` interface.
-    pub(crate) config: serde_json::Map<String, serde_json::Value>,
+    pub config: serde_json::Map<String, serde_json::Value>,
 }
 
 /// The administrator's policy: which plugins run and what each may do. The entries of the policy file, and
@@ -227,7 +228,7 @@ struct RulesFile {
 /// ([`CallBudget::default`]), so there is one source of each default.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub(crate) struct BudgetRules {
+pub struct BudgetRules {
     host_calls: Option<u32>,
     writes: Option<u32>,
     events: Option<u32>,
@@ -256,7 +257,7 @@ impl BudgetRules {
     }
 
     /// The budget these rules make of the operator's `defaults`.
-    pub(crate) fn resolve(self, defaults: CallBudget) -> CallBudget {
+    pub fn resolve(self, defaults: CallBudget) -> CallBudget {
         let rates = defaults.rates;
         CallBudget {
             host_calls: self.host_calls.unwrap_or(defaults.host_calls),
@@ -278,7 +279,7 @@ impl BudgetRules {
     /// Refuses values outside the ranges the operator supports.
     fn validate(&self) -> Result<(), String> {
         const MIB: u64 = 1 << 20;
-        let object = crate::sandbox::MAX_OBJECT_BYTES as u64;
+        let object = crate::budget::MAX_OBJECT_BYTES as u64;
         let ranges: [(&str, Option<u64>, u64, u64); 9] = [
             ("hostCalls", self.host_calls.map(u64::from), 1, 1_000_000),
             ("writes", self.writes.map(u64::from), 1, 100_000),
@@ -362,7 +363,7 @@ const SERVICE_TYPES: [&str; 4] = ["ClusterIP", "NodePort", "LoadBalancer", "Exte
 /// Whether a plugin may never reconcile `kind`: built-in Kubernetes kinds (the core group, `*.k8s.io`,
 /// apps, batch, autoscaling, policy) would hand it every Secret, ServiceAccount, Role or workload of a
 /// namespace as input. Plugins reconcile custom resources.
-pub(crate) fn is_sensitive_reconciled_kind(kind: &Kind) -> bool {
+pub fn is_sensitive_reconciled_kind(kind: &Kind) -> bool {
     let group = kind.group.as_str();
     group.is_empty()
         || group == "k8s.io"
@@ -371,7 +372,7 @@ pub(crate) fn is_sensitive_reconciled_kind(kind: &Kind) -> bool {
 }
 
 /// Parses `group/version/Kind` or `version/Kind` (the core group), as kinds are printed.
-pub(crate) fn parse_kind(text: &str) -> Result<Kind, PolicyError> {
+pub fn parse_kind(text: &str) -> Result<Kind, PolicyError> {
     let invalid = || PolicyError::Invalid(format!("{text:?} is not a kind (group/version/Kind or v1/Kind)"));
     let (api_version, kind) = text.rsplit_once('/').ok_or_else(invalid)?;
     let kind = Kind::from_api_version(api_version, kind);
@@ -387,7 +388,7 @@ pub(crate) fn parse_kind(text: &str) -> Result<Kind, PolicyError> {
 }
 
 /// Parses a verb as plugins' capabilities name them (`get`, `apply-status`, ...).
-pub(crate) fn parse_verb(text: &str) -> Result<Verb, PolicyError> {
+pub fn parse_verb(text: &str) -> Result<Verb, PolicyError> {
     Verb::ALL
         .into_iter()
         .find(|v| verb_name(*v) == text)
@@ -395,7 +396,7 @@ pub(crate) fn parse_verb(text: &str) -> Result<Verb, PolicyError> {
 }
 
 /// The name of a verb in policies and metrics.
-pub(crate) fn verb_name(verb: Verb) -> &'static str {
+pub fn verb_name(verb: Verb) -> &'static str {
     match verb {
         Verb::Get => "get",
         Verb::List => "list",
@@ -578,12 +579,12 @@ impl Policy {
     }
 
     /// The entry for the plugin file named `file`.
-    pub(crate) fn entry_for_file(&self, file: &str) -> Option<&Entry> {
+    pub fn entry_for_file(&self, file: &str) -> Option<&Entry> {
         self.entries.iter().find(|e| e.file.as_deref() == Some(file))
     }
 
     /// The entry named `name`.
-    pub(crate) fn entry_named(&self, name: &str) -> Option<&Entry> {
+    pub fn entry_named(&self, name: &str) -> Option<&Entry> {
         self.entries.iter().find(|e| e.name == name)
     }
 
