@@ -43,7 +43,7 @@ pub struct Request {
     settings: BTreeSet<String>,
     /// The root's string values (spec, labels and annotations).
     strings: BTreeSet<String>,
-    /// Every `annotations` entry of the root (its own and its templates').
+    /// Every `annotations` entry of the root (its own and its templates'), and of its `...Annotations` maps.
     annotations: BTreeSet<(String, String)>,
     /// Every label selector of the root's spec (`selector` and `matchLabels` maps).
     selectors: Vec<BTreeMap<String, String>>,
@@ -120,7 +120,9 @@ fn collect(value: &Value, key: Option<&str>, into: &mut Request) {
         }
         Value::Array(items) => items.iter().for_each(|i| collect(i, None, into)),
         Value::Object(map) => {
-            if key == Some("annotations") {
+            // `annotations`, and maps of annotations the spec asks to be put on what the plugin writes
+            // (KubeRay's `headServiceAnnotations`).
+            if key.is_some_and(|k| k == "annotations" || k.ends_with("Annotations")) {
                 into.annotations.extend(
                     map.iter()
                         .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string()))),
@@ -231,6 +233,10 @@ mod tests {
         assert!(request.says("LoadBalancer"));
         assert!(request.annotates("example.com/snippet", "x"));
         assert!(request.annotates("a", "b"));
+        assert!(
+            request.annotates("x", "y"),
+            "headServiceAnnotations are annotations too"
+        );
         assert!(!request.annotates("x", "z"));
         assert!(request.selects(&[("app".to_string(), "mine".to_string())].into()));
 
