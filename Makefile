@@ -225,7 +225,7 @@ fmt-check:
 # Plugins and everything they depend on must also pass clippy for the target they run on.
 lint: wasm-target
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
-	$(CARGO) clippy --target wasm32-wasip2 -p kuberay-crds -p kuberay-plugin-sdk -p kuberay-plugin-raycluster -p kuberay-plugin-rayjob -p kuberay-plugin-raycronjob -p kuberay-plugin-rayservice -p kuberay-rules -p kuberay-test-plugin-chaos -- -D warnings
+	$(CARGO) clippy --target wasm32-wasip2 -p kuberay-core -p kuberay-crds -p kuberay-plugin-sdk -p kuberay-plugin-raycluster -p kuberay-plugin-rayjob -p kuberay-plugin-raycronjob -p kuberay-plugin-rayservice -p kuberay-rules -p kuberay-test-plugin-chaos -- -D warnings
 
 # Plugins and kuberay-crds are also linted for wasm32-wasip2 (see lint). The test binaries start
 # their own control plane (or use a running `make cluster`); the supervisor binary they launch is built first. The

@@ -14,15 +14,18 @@
 //! - `plugin_host`: the host API one reconcile's plugin sees, built from the Kubernetes bridge and the Ray
 //!   bridge side by side, one concept per file: its objects, which Ray clusters it may reach, its events and
 //!   its log lines;
-//! - `admission`: the one path of every write a plugin asks for (names, namespace, ownership and adoption,
-//!   provenance and content, Pod Security), and its commit (fence, write, metrics, overlay);
-//! - `kubernetes`: the Kubernetes bridge: discovery, watch caches, read-your-writes, skipped no-op applies,
-//!   event recorders, and the ownership and naming rules the plugin host applies;
+//! - `admission`: the one path of every write a plugin asks for: the rules (names, namespace, ownership and
+//!   adoption, provenance and content, Pod Security) are the [`kuberay_admission`] crate's, shared with the
+//!   in-memory hosts; here, their lookups in the Kubernetes bridge and the commit (fence, write, metrics,
+//!   overlay);
+//! - `kubernetes`: the Kubernetes bridge: discovery, watch caches, read-your-writes, event recorders,
+//!   namespaces' Pod Security levels;
 //! - `raybridge`: the Ray bridge: sending to Ray heads (HTTP to them is [`kuberay_rayhead`]'s, shared with
 //!   the API server), finding them through the Kubernetes bridge;
 //! - [`reconcileplugin`]: plugins named by `ReconcilePlugin` resources: OCI artifacts pulled, verified,
 //!   loaded and swapped in by every replica, status and Events written by the leader;
-//! - [`policy`]: the administrator's policy as data: which plugins run, their grants, their content rules;
+//! - [`policy`] (`kuberay_admission::policy`): the administrator's policy as data: which plugins run, their
+//!   grants, their content rules;
 //! - `controller`: the reconcile queues;
 //! - [`leadership`]: leader election on a Lease, and the fence every write of the host passes;
 //! - `operator`: wiring, configuration and shutdown; `server` and [`metrics`]: observability;

@@ -46,6 +46,7 @@ pub mod policy;
 mod provenance;
 mod reads;
 mod scan;
+pub mod scope;
 mod secrets;
 pub mod unchanged;
 

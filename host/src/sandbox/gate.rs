@@ -19,7 +19,7 @@ use super::{
 };
 use crate::{
     metrics::Metrics,
-    policy::{Grant, file::verb_name},
+    policy::{Grant, check_grant},
 };
 
 /// Who is calling: the plugin and the object its calls are scoped to.
@@ -40,18 +40,6 @@ pub struct CallContext {
     pub(crate) write_rate: Arc<TokenBucket>,
     /// Its configuration (a JSON object), the same for every call of one loaded version.
     pub(crate) config: Arc<str>,
-}
-
-/// The grant check of every host call on a kind: a refusal unless `grant` (of the plugin `plugin`) allows
-/// `verb` on `kind`.
-pub(crate) fn check_grant(grant: &Grant, plugin: &str, kind: &Kind, verb: Verb) -> Result<(), HostError> {
-    if grant.allows(kind, verb) {
-        return Ok(());
-    }
-    Err(HostError::Forbidden(format!(
-        "plugin {plugin} is not granted {} on {kind}",
-        verb_name(verb)
-    )))
 }
 
 /// The host calls that write: the first refusal of one in a call is reported about the object too.

@@ -285,17 +285,26 @@ fn git(repo: &Path, args: &[&str]) {
 }
 
 /// The SDK as the repository serves it, at the tag the project names: a git repository holding the
-/// workspace's manifest (members cut to the SDK), the SDK and the WIT of this tree, tagged `v<version>`.
+/// workspace's manifest (members cut to the SDK and the crates it is built from), those crates and the WIT of
+/// this tree, tagged `v<version>`.
 fn sdk_repository(dir: &Path) -> PathBuf {
     let repo = dir.join("kuberay-wasm.git");
     let root = workspace();
-    copy_dir(&root.join("plugins/sdk"), &repo.join("plugins/sdk"));
-    copy_dir(&root.join("wit"), &repo.join("wit"));
+    // The SDK and what it is built from: the foundation crates and the built-in policy its FakeHost judges by.
+    for part in ["plugins/sdk", "crates/core", "crates/admission", "wit"] {
+        copy_dir(&root.join(part), &repo.join(part));
+    }
+    std::fs::create_dir_all(repo.join("host/deploy")).unwrap();
+    std::fs::copy(
+        root.join("host/deploy/policy.yaml"),
+        repo.join("host/deploy/policy.yaml"),
+    )
+    .unwrap();
     let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
     let start = manifest.find("members = [").unwrap();
     let end = start + manifest[start..].find(']').unwrap() + 1;
     let manifest = format!(
-        "{}members = [\"plugins/sdk\"]{}",
+        "{}members = [\"plugins/sdk\", \"crates/core\", \"crates/admission\"]{}",
         &manifest[..start],
         &manifest[end..]
     );

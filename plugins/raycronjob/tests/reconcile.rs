@@ -11,7 +11,7 @@
 use std::time::{Duration, SystemTime};
 
 use kuberay_plugin_raycronjob::reconcile::reconcile;
-use kuberay_plugin_sdk::{EventType, Kind, Outcome, ReconcileError, Request, testing::FakeHost};
+use kuberay_plugin_sdk::{EventType, Kind, Outcome, ReconcileError, testing::FakeHost};
 use serde_json::{Value, json};
 
 fn at(text: &str) -> SystemTime {
@@ -34,13 +34,7 @@ fn cronjob(schedule: &str, created: &str, extra: Value) -> Value {
 /// One reconcile of whatever the host holds as the RayCronJob (status included), at `now`.
 fn run(host: &FakeHost, now: &str) -> Result<Outcome, ReconcileError> {
     host.set_now(at(now));
-    reconcile(
-        host,
-        Request {
-            object: host.primary().into(),
-            attempt: 0,
-        },
-    )
+    reconcile(host, host.request())
 }
 
 fn rayjobs(host: &FakeHost) -> Vec<Value> {

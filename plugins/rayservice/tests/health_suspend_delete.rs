@@ -7,7 +7,7 @@ mod common;
 
 use common::*;
 use kuberay_plugin_rayservice::RayServicePlugin;
-use kuberay_plugin_sdk::{Plugin, Request, testing::Write};
+use kuberay_plugin_sdk::{Plugin, testing::Write};
 use serde_json::{Value, json};
 
 /// The head Pod of `cluster` as the fake cluster holds it.
@@ -103,10 +103,7 @@ fn deletion_waits_for_the_clusters_then_removes_the_finalizer() {
     let mut object = host.primary();
     object["metadata"]["deletionTimestamp"] = json!("2027-01-15T08:00:00Z");
     host.set_primary(object);
-    let request = || Request {
-        object: host.primary().into(),
-        attempt: 0,
-    };
+    let request = || host.request();
     RayServicePlugin::cleanup(&host, request()).unwrap();
     assert!(host.writes().contains(&Write::Delete(cluster_kind(), name)));
     assert!(

@@ -7,7 +7,7 @@ use std::{
     sync::Arc,
 };
 
-use kuberay_core::{Kind, PluginMetadata, Verb};
+use kuberay_core::{HostError, Kind, PluginMetadata, Verb};
 
 use super::file::{ContentRules, Entry, Policy, is_sensitive_reconciled_kind, verb_name};
 use crate::budget::CallBudget;
@@ -35,6 +35,18 @@ pub struct Grant {
     /// Kinds some plugin of the policy reconciles: an object controlled by one of them was written by a
     /// plugin (see `admission::provenance`).
     pub reconciled_kinds: Arc<BTreeSet<Kind>>,
+}
+
+/// The grant check of every host call on a kind: a refusal unless `grant` (of the plugin `plugin`) allows
+/// `verb` on `kind`.
+pub fn check_grant(grant: &Grant, plugin: &str, kind: &Kind, verb: Verb) -> Result<(), HostError> {
+    if grant.allows(kind, verb) {
+        return Ok(());
+    }
+    Err(HostError::Forbidden(format!(
+        "plugin {plugin} is not granted {} on {kind}",
+        verb_name(verb)
+    )))
 }
 
 /// Why a plugin file is not loaded. `reason` is one of a fixed set (a metric label).

@@ -8,7 +8,8 @@
 
 pub mod file;
 pub mod grant;
+pub mod native;
 
 pub use file::{Entry, Policy, PolicyError, Profile};
 pub use grant::{Grant, LoadRefusal};
-pub use grant::{entry_for, grant_for_entry};
+pub use grant::{check_grant, entry_for, grant_for_entry};

@@ -31,34 +31,6 @@ pub(crate) struct ObjectKey {
 /// Every object, by where it is.
 pub(crate) type Objects = BTreeMap<ObjectKey, Value>;
 
-/// Built-in kinds that are cluster-scoped (group, kind), whatever their version.
-const CLUSTER_SCOPED: [(&str, &str); 24] = [
-    ("", "Namespace"),
-    ("", "Node"),
-    ("", "PersistentVolume"),
-    ("", "ComponentStatus"),
-    ("rbac.authorization.k8s.io", "ClusterRole"),
-    ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
-    ("storage.k8s.io", "StorageClass"),
-    ("storage.k8s.io", "CSIDriver"),
-    ("storage.k8s.io", "CSINode"),
-    ("storage.k8s.io", "VolumeAttachment"),
-    ("apiextensions.k8s.io", "CustomResourceDefinition"),
-    ("apiregistration.k8s.io", "APIService"),
-    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"),
-    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"),
-    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"),
-    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"),
-    ("scheduling.k8s.io", "PriorityClass"),
-    ("node.k8s.io", "RuntimeClass"),
-    ("networking.k8s.io", "IngressClass"),
-    ("certificates.k8s.io", "CertificateSigningRequest"),
-    ("flowcontrol.apiserver.k8s.io", "FlowSchema"),
-    ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"),
-    ("gateway.networking.k8s.io", "GatewayClass"),
-    ("plugins.kuberay-wasm.io", "ReconcilePlugin"),
-];
-
 /// The characters Kubernetes draws `generateName` suffixes from.
 const SUFFIX_CHARS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 
@@ -133,7 +105,7 @@ impl MemoryCluster {
     }
 
     fn scoped(&self, kind: &Kind) -> bool {
-        CLUSTER_SCOPED.contains(&(kind.group.as_str(), kind.kind.as_str()))
+        kuberay_admission::scope::is_cluster_scoped(kind)
             || self
                 .cluster_scoped
                 .contains(&(kind.group.clone(), kind.kind.clone()))

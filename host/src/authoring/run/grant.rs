@@ -1,14 +1,18 @@
 //! Which grant `plugin run` runs a plugin under: the `--grant` file (a policy entry, a `ReconcilePlugin` or
 //! its `grant`, or a whole policy file), else the policy's entry named like the plugin, else what the plugin asks
 //! for under the policy's `defaults`. Whatever the source, the grant is then made as the operator makes it
-//! (`policy::grant_for_entry`, through `Sandbox::load_artifact`): what the plugin asks for **and** what the
+//! (`policy::grant_for_entry`, through `Sandbox::load_artifact`; the choice without `--grant` is
+//! `policy::native`'s, shared with the SDK's `FakeHost`): what the plugin asks for **and** what the
 //! entry allows.
 
 use kuberay_plugin_sdk::PluginMetadata;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::RunError;
-use crate::policy::{Policy, file::verb_name};
+use crate::policy::{
+    Policy,
+    native::{with_entry, with_plugin},
+};
 
 /// A policy holding the entry to run the plugin under, that entry's name, and where it came from.
 pub(crate) struct Chosen {
@@ -31,26 +35,19 @@ pub(crate) fn choose(
     grant: Option<(&str, &str)>,
 ) -> Result<Chosen, RunError> {
     let Some((path, text)) = grant else {
-        if base.entry_named(&metadata.name).is_some() {
-            return Ok(Chosen {
-                policy: base.clone(),
-                name: metadata.name.clone(),
-                source: format!("the entry {:?} of {base_source}", metadata.name),
-            });
-        }
-        let policy = with_entry(
-            base,
-            &metadata.name,
-            &metadata.reconciles.to_string(),
-            &asked_for(metadata),
-        )?;
+        let (policy, added) = with_plugin(base, metadata)?;
+        let source = if added {
+            format!(
+                "what the plugin asks for, under the defaults of {base_source} (it has no entry {:?})",
+                metadata.name
+            )
+        } else {
+            format!("the entry {:?} of {base_source}", metadata.name)
+        };
         return Ok(Chosen {
             policy,
             name: metadata.name.clone(),
-            source: format!(
-                "what the plugin asks for, under the defaults of {base_source} (it has no entry {:?})",
-                metadata.name
-            ),
+            source,
         });
     };
     let invalid = |message: String| RunError::Input {
@@ -126,49 +123,6 @@ fn check_pin(pin: Option<&str>, digest: Option<&str>) -> Result<(), String> {
         )),
         _ => Ok(()),
     }
-}
-
-/// `base` with the entry `name` reconciling `reconciles` granted `grant` (a policy entry's keys but its
-/// identity) in place of any entry of that name or kind.
-fn with_entry(
-    base: &Policy,
-    name: &str,
-    reconciles: &str,
-    grant: &Map<String, Value>,
-) -> Result<Policy, RunError> {
-    let replaced: Vec<String> = base
-        .entries()
-        .iter()
-        .filter(|e| e.name == name || e.reconciles.to_string() == reconciles)
-        .map(|e| e.name.clone())
-        .collect();
-    let policy = base.clone().without(&replaced)?;
-    // A policy entry's `config` is the resource's `spec.config`, not part of its grant.
-    let mut grant = grant.clone();
-    let config = grant.remove("config");
-    Ok(policy.with_resource(name, reconciles, &grant, config.as_ref())?)
-}
-
-/// The grant a plugin asks for, as a policy entry's keys: its owned kinds, verbs, Ray heads and finalizer.
-pub(crate) fn asked_for(metadata: &PluginMetadata) -> Map<String, Value> {
-    let owns: Vec<String> = metadata.owns.iter().map(ToString::to_string).collect();
-    let mut verbs = Map::new();
-    for capability in &metadata.capabilities {
-        let names = verbs
-            .entry(capability.kind.to_string())
-            .or_insert_with(|| json!([]));
-        if let Some(names) = names.as_array_mut() {
-            names.extend(capability.verbs.iter().map(|v| json!(verb_name(*v))));
-        }
-    }
-    let mut fields = Map::new();
-    fields.insert("owns".into(), json!(owns));
-    fields.insert("verbs".into(), Value::Object(verbs));
-    fields.insert("rayHeads".into(), json!(metadata.uses_ray_head));
-    if let Some(finalizer) = &metadata.finalizer {
-        fields.insert("finalizer".into(), json!(finalizer));
-    }
-    fields
 }
 
 #[cfg(test)]

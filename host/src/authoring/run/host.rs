@@ -12,9 +12,8 @@ use super::cluster::MemoryCluster;
 use crate::{
     admission::{Admission, Intent},
     plugin_host::{check_word, refusal_note},
-    policy::Grant,
+    policy::{Grant, check_grant},
     sandbox::{
-        gate::check_grant,
         host_api::{HostApi, HostResult},
         log_guard::{self, MAX_EVENT_NOTE_TEXT},
     },

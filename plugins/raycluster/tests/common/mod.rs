@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use kuberay_plugin_raycluster::RayClusterPlugin;
 use kuberay_plugin_sdk::{
-    Kind, Outcome, Plugin, ReconcileError, Request,
+    Kind, Outcome, Plugin, ReconcileError,
     k8s_openapi::api::core::v1::Pod,
     serde_json::{self, Value, json},
     testing::{FakeHost, Write},
@@ -61,23 +61,11 @@ pub fn host(cluster: Value) -> FakeHost {
 
 /// One reconcile of the object as the host currently stores it.
 pub fn reconcile(host: &FakeHost) -> Result<Outcome, ReconcileError> {
-    RayClusterPlugin::reconcile(
-        host,
-        Request {
-            object: host.primary().into(),
-            attempt: 0,
-        },
-    )
+    RayClusterPlugin::reconcile(host, host.request())
 }
 
 pub fn cleanup(host: &FakeHost) -> Result<Outcome, ReconcileError> {
-    RayClusterPlugin::cleanup(
-        host,
-        Request {
-            object: host.primary().into(),
-            attempt: 0,
-        },
-    )
+    RayClusterPlugin::cleanup(host, host.request())
 }
 
 /// Reconciles until nothing is written any more (at most `rounds` times) and returns the last outcome.

@@ -13,7 +13,7 @@ use std::time::{Duration, UNIX_EPOCH};
 pub use fake_ray::FakeRay;
 use kuberay_plugin_rayjob::RayJobPlugin;
 use kuberay_plugin_sdk::{
-    Event, Kind, Outcome, Plugin, ReconcileError, Request,
+    Event, Kind, Outcome, Plugin, ReconcileError,
     k8s_openapi::jiff::Timestamp,
     serde_json::{Value, json},
     testing::{FakeHost, Write},
@@ -72,13 +72,7 @@ pub fn at(host: &FakeHost, seconds: u64) {
 }
 
 pub fn reconcile(host: &FakeHost) -> Result<Outcome, ReconcileError> {
-    RayJobPlugin::reconcile(
-        host,
-        Request {
-            object: host.primary().into(),
-            attempt: 0,
-        },
-    )
+    RayJobPlugin::reconcile(host, host.request())
 }
 
 /// One reconcile that must succeed.
@@ -87,13 +81,7 @@ pub fn step(host: &FakeHost) -> Outcome {
 }
 
 pub fn cleanup(host: &FakeHost) -> Result<Outcome, ReconcileError> {
-    RayJobPlugin::cleanup(
-        host,
-        Request {
-            object: host.primary().into(),
-            attempt: 0,
-        },
-    )
+    RayJobPlugin::cleanup(host, host.request())
 }
 
 /// Reconciles until a reconcile writes nothing (at most `rounds` times).

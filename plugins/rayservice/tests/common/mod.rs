@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use kuberay_plugin_rayservice::RayServicePlugin;
 use kuberay_plugin_sdk::{
-    Kind, Outcome, Plugin, PortRole, RayResponse, Request,
+    Kind, Outcome, Plugin, PortRole, RayResponse,
     testing::{FakeHost, Write},
 };
 use serde_json::{Value, json};
@@ -109,14 +109,7 @@ fn details(config: Option<&Value>) -> Value {
 }
 
 pub fn reconcile(host: &FakeHost) -> Outcome {
-    RayServicePlugin::reconcile(
-        host,
-        Request {
-            object: host.primary().into(),
-            attempt: 0,
-        },
-    )
-    .unwrap()
+    RayServicePlugin::reconcile(host, host.request()).unwrap()
 }
 
 pub fn status(host: &FakeHost) -> Value {

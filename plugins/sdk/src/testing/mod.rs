@@ -2,11 +2,15 @@
 //! namespace, applies the host's ownership rules with the host's own code ([`crate::ownership`]: created and
 //! applied objects get a controller owner reference to the reconciled object; foreign owner references,
 //! finalizers other than the plugin's declared one, applies to objects the reconciled object does not
-//! control and deletes of objects it does not control are refused), and records what the plugin did.
-//! Built with [`FakeHost::for_plugin`], it also refuses every call of a verb the plugin did not declare, as
-//! the operator's grant does; an apply is merged into the live object as the API server merges a server-side
-//! apply. What it does not judge (the administrator's policy, provenance and content rules, Pod Security,
-//! budgets): `kuberay_wasm::authoring::CheckedHost` does, with the operator's own code.
+//! control and deletes of objects it does not control are refused), and records what the plugin did; an
+//! apply is merged into the live object as the API server merges a server-side apply.
+//!
+//! Built with [`FakeHost::for_plugin`], it judges every call as the operator does, with the operator's own
+//! code (`judge.rs`): the verbs the plugin declared, the grant the built-in policy gives it, the sizes and the
+//! call's budget, and admission (names, namespace, ownership, provenance, content rules, Pod Security);
+//! [`FakeHost::with_policy`] judges under a policy of your own. What it leaves to
+//! `kuberay_wasm::authoring::CheckedHost`: the API server's resource versions, preconditions and finalizers
+//! holding a delete.
 
 use std::{
     cell::{Cell, RefCell},
@@ -14,13 +18,23 @@ use std::{
     time::SystemTime,
 };
 
+use kuberay_admission::{
+    Admission, Intent,
+    budget::{
+        Cost, MAX_EVENT_NOTE_BYTES, MAX_EVENT_REASON_BYTES, MAX_NAME_BYTES, MAX_RAY_BODY_BYTES,
+        MAX_RAY_HEADER_BYTES, MAX_RAY_HEADERS, MAX_RAY_PATH_BYTES, MAX_SELECTOR_BYTES,
+    },
+};
 use serde_json::{Value, json};
 
+use self::judge::{Judge, Objects, Shared, View};
 use crate::{
-    Event, Host, HostError, Kind, LogLevel, Plugin, RayRequest, RayResponse, Verb,
+    Event, Host, HostError, Kind, LogLevel, Plugin, RayRequest, RayResponse, Request, Verb,
     ownership::{self, Writer},
     selector::Selector,
 };
+
+mod judge;
 
 /// A write the plugin made, in order.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,8 +52,8 @@ type RayHandler = Box<dyn FnMut(&RayRequest) -> Result<RayResponse, HostError> +
 pub struct FakeHost {
     namespace: String,
     primary_kind: Kind,
-    primary: RefCell<Value>,
-    objects: RefCell<BTreeMap<(Kind, String), Value>>,
+    primary: Shared<Value>,
+    objects: Shared<Objects>,
     writes: RefCell<Vec<Write>>,
     lists: RefCell<Vec<(Kind, String)>>,
     events: RefCell<Vec<Event>>,
@@ -49,7 +63,7 @@ pub struct FakeHost {
     now: Cell<SystemTime>,
     finalizer: Option<String>,
     grandchild_labels: BTreeSet<String>,
-    unserved: RefCell<BTreeSet<Kind>>,
+    unserved: Shared<BTreeSet<Kind>>,
     refused: RefCell<BTreeMap<Kind, HostError>>,
     statuses: RefCell<Vec<Value>>,
     config: serde_json::Map<String, Value>,
@@ -58,6 +72,8 @@ pub struct FakeHost {
     applied: RefCell<BTreeMap<(Kind, String), Value>>,
     /// With [`FakeHost::for_plugin`], the plugin's name and the verbs it declared on each kind.
     declared: Option<(String, BTreeMap<Kind, BTreeSet<Verb>>)>,
+    /// With [`FakeHost::for_plugin`], the operator's checks of every call (`judge.rs`).
+    judge: Option<Judge>,
 }
 
 impl FakeHost {
@@ -79,8 +95,8 @@ impl FakeHost {
         Self {
             namespace,
             primary_kind,
-            primary: RefCell::new(primary),
-            objects: RefCell::default(),
+            primary: Shared::new(primary),
+            objects: Shared::default(),
             writes: RefCell::default(),
             lists: RefCell::default(),
             events: RefCell::default(),
@@ -90,12 +106,13 @@ impl FakeHost {
             now: Cell::new(SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_800_000_000)),
             finalizer: None,
             grandchild_labels: BTreeSet::new(),
-            unserved: RefCell::default(),
+            unserved: Shared::default(),
             refused: RefCell::default(),
             statuses: RefCell::default(),
             config: serde_json::Map::new(),
             applied: RefCell::default(),
             declared: None,
+            judge: None,
         }
     }
 
@@ -104,6 +121,7 @@ impl FakeHost {
     /// operator refuses it: no grant holds more than the plugin asked for.
     pub fn for_plugin<P: Plugin>(primary: Value) -> Self {
         let metadata = P::metadata();
+        let judge = Judge::new(&metadata);
         let mut declared: BTreeMap<Kind, BTreeSet<Verb>> = BTreeMap::new();
         for capability in metadata.capabilities {
             declared
@@ -114,8 +132,77 @@ impl FakeHost {
         Self {
             finalizer: metadata.finalizer,
             declared: Some((metadata.name, declared)),
+            config: judge.config.clone(),
+            judge: Some(judge),
             ..Self::new(primary)
         }
+    }
+
+    /// Judges the plugin `P` under `policy` (a policy file's text, as `--policy` takes it) instead of the
+    /// built-in policy: its entry named like the plugin, else what the plugin asks for under the policy's
+    /// `defaults`. A policy the operator would refuse to start with refuses every call, with the reason. The
+    /// configuration becomes that entry's (replace it with [`Self::with_config`] afterwards).
+    #[must_use]
+    pub fn with_policy<P: Plugin>(mut self, policy: &str) -> Self {
+        let judge = Judge::with_policy(policy, &P::metadata());
+        self.config = judge.config.clone();
+        self.judge = Some(judge);
+        self
+    }
+
+    /// The request the operator would hand the plugin now: the reconciled object as it is stored (status
+    /// and finalizers as the plugin left them). It starts a new call: the call's budget counts from zero.
+    pub fn request(&self) -> Request {
+        if let Some(judge) = &self.judge {
+            judge.new_call();
+        }
+        Request {
+            object: self.primary().into(),
+            attempt: 0,
+        }
+    }
+
+    /// Admission of this reconcile, judged against the fake cluster.
+    fn admission(&self, judge: &Judge) -> Result<Admission<View>, HostError> {
+        judge.admission(judge::view(
+            &self.namespace,
+            &self.primary_kind,
+            &self.primary,
+            &self.objects,
+            &self.unserved,
+        ))
+    }
+
+    /// With [`FakeHost::for_plugin`], the operator's checks of a write before the FakeHost makes it: the
+    /// call's budget and sizes (`inputs`, and the bytes of `written`), the grant of `verb` on `kind`, then
+    /// admission of `intent`.
+    fn judge_write(
+        &self,
+        verb: Verb,
+        kind: &Kind,
+        inputs: &[(&'static str, usize, usize)],
+        written: Option<(&'static str, &Value)>,
+        intent: impl FnOnce() -> Intent,
+    ) -> Result<(), HostError> {
+        let Some(judge) = &self.judge else {
+            return Ok(());
+        };
+        judge.spend(Cost::Write, None, inputs)?;
+        if let Some((what, value)) = written {
+            judge.write_bytes(what, value)?;
+        }
+        judge.granted(verb, kind)?;
+        judge::run(self.admission(judge)?.admit(intent())).map(|_| ())
+    }
+
+    fn judge_finalizer(&self, finalizer: &str, add: bool) -> Result<(), HostError> {
+        let inputs = [("finalizer", finalizer.len(), MAX_NAME_BYTES)];
+        self.judge_write(Verb::Finalize, &self.primary_kind, &inputs, None, || {
+            Intent::Finalizer {
+                finalizer: finalizer.to_string(),
+                add,
+            }
+        })
     }
 
     /// Declares the plugin's finalizer (see [`Self::for_plugin`]); without one, finalizers are refused.
@@ -160,7 +247,8 @@ impl FakeHost {
         };
     }
 
-    /// Refuses `call` (the host call's name) of `verb` on `kind` if the plugin did not declare it.
+    /// Refuses `call` (the host call's name) of `verb` on `kind` if the plugin did not declare it (the
+    /// judged grant, narrower, follows in the call).
     fn granted(&self, call: &str, verb: Verb, kind: &Kind) -> Result<(), HostError> {
         match &self.declared {
             Some((plugin, declared)) if !declared.get(kind).is_some_and(|v| v.contains(&verb)) => {
@@ -526,6 +614,11 @@ fn server_side_apply(live: &Value, previous: Option<&Value>, applied: &Value) ->
 impl Host for FakeHost {
     fn get(&self, kind: &Kind, name: &str) -> Result<Option<Value>, HostError> {
         self.granted("get", Verb::Get, kind)?;
+        if let Some(judge) = &self.judge {
+            judge.spend(Cost::Read, Some(kind), &[("name", name.len(), MAX_NAME_BYTES)])?;
+            judge.granted(Verb::Get, kind)?;
+            return judge::run(self.admission(judge)?.get(kind, name));
+        }
         self.served(kind)?;
         if *kind == self.primary_kind
             && self
@@ -549,6 +642,14 @@ impl Host for FakeHost {
             .borrow_mut()
             .push((kind.clone(), label_selector.to_string()));
         self.granted("list", Verb::List, kind)?;
+        if let Some(judge) = &self.judge {
+            let selector = ("label selector", label_selector.len(), MAX_SELECTOR_BYTES);
+            judge.spend(Cost::Read, Some(kind), &[selector])?;
+            judge.granted(Verb::List, kind)?;
+            let items = judge::run(self.admission(judge)?.list(kind, label_selector))?;
+            judge.list_items(items.len())?;
+            return Ok(items);
+        }
         self.served(kind)?;
         let selector = Selector::parse(label_selector).map_err(|e| HostError::Invalid(e.to_string()))?;
         Ok(self
@@ -561,6 +662,12 @@ impl Host for FakeHost {
     fn create(&self, object: &Value) -> Result<Value, HostError> {
         if let Some(kind) = Kind::of_object(object) {
             self.granted("create", Verb::Create, &kind)?;
+            self.judge_write(Verb::Create, &kind, &[], Some(("object", object)), || {
+                Intent::Create {
+                    kind: kind.clone(),
+                    object: object.clone(),
+                }
+            })?;
         }
         let (kind, mut object) = self.adopt(object)?;
         self.served(&kind)?;
@@ -596,6 +703,12 @@ impl Host for FakeHost {
         if let Some(kind) = Kind::of_object(object) {
             self.granted("apply", Verb::Apply, &kind)?;
             self.served(&kind)?;
+            self.judge_write(Verb::Apply, &kind, &[], Some(("object", object)), || {
+                Intent::Apply {
+                    kind: kind.clone(),
+                    object: object.clone(),
+                }
+            })?;
         }
         if let Some(applied) = self.apply_to_grandchild(object)? {
             return Ok(applied);
@@ -631,6 +744,15 @@ impl Host for FakeHost {
 
     fn apply_status(&self, status: &Value) -> Result<(), HostError> {
         self.granted("apply-status", Verb::ApplyStatus, &self.primary_kind)?;
+        self.judge_write(
+            Verb::ApplyStatus,
+            &self.primary_kind,
+            &[],
+            Some(("status", status)),
+            || Intent::Status {
+                status: status.clone(),
+            },
+        )?;
         if let Some(map) = self.primary.borrow_mut().as_object_mut() {
             map.insert("status".into(), status.clone());
         }
@@ -641,6 +763,20 @@ impl Host for FakeHost {
 
     fn delete(&self, kind: &Kind, name: &str, uid: Option<&str>) -> Result<(), HostError> {
         self.granted("delete", Verb::Delete, kind)?;
+        let inputs = [
+            (
+                "kind",
+                kind.group.len().max(kind.version.len()).max(kind.kind.len()),
+                MAX_NAME_BYTES,
+            ),
+            ("name", name.len(), MAX_NAME_BYTES),
+            ("uid", uid.map_or(0, str::len), MAX_NAME_BYTES),
+        ];
+        self.judge_write(Verb::Delete, kind, &inputs, None, || Intent::Delete {
+            kind: kind.clone(),
+            name: name.to_string(),
+            uid: uid.map(str::to_string),
+        })?;
         let is_primary = *kind == self.primary_kind
             && self
                 .primary
@@ -704,6 +840,7 @@ impl Host for FakeHost {
 
     fn add_finalizer(&self, finalizer: &str) -> Result<(), HostError> {
         self.granted("add-finalizer", Verb::Finalize, &self.primary_kind)?;
+        self.judge_finalizer(finalizer, true)?;
         self.rules(|w| w.check_finalizer(finalizer))?;
         self.set_finalizers(|f| {
             if !f.iter().any(|x| x == finalizer) {
@@ -718,6 +855,7 @@ impl Host for FakeHost {
 
     fn remove_finalizer(&self, finalizer: &str) -> Result<(), HostError> {
         self.granted("remove-finalizer", Verb::Finalize, &self.primary_kind)?;
+        self.judge_finalizer(finalizer, false)?;
         self.rules(|w| w.check_finalizer(finalizer))?;
         self.set_finalizers(|f| f.retain(|x| x != finalizer));
         self.writes
@@ -728,6 +866,18 @@ impl Host for FakeHost {
 
     fn record_event(&self, event: &Event) -> Result<(), HostError> {
         self.granted("record-event", Verb::RecordEvent, &self.primary_kind)?;
+        if let Some(judge) = &self.judge {
+            let mut inputs = vec![
+                ("event note", event.note.len(), MAX_EVENT_NOTE_BYTES),
+                ("event reason", event.reason.len(), MAX_EVENT_REASON_BYTES),
+                ("event action", event.action.len(), MAX_EVENT_REASON_BYTES),
+            ];
+            if let Some((_, name)) = &event.related {
+                inputs.push(("related name", name.len(), MAX_NAME_BYTES));
+            }
+            judge.spend(Cost::Event, event.related.as_ref().map(|(k, _)| k), &inputs)?;
+            judge.granted(Verb::RecordEvent, &self.primary_kind)?;
+        }
         self.events.borrow_mut().push(event.clone());
         Ok(())
     }
@@ -737,6 +887,19 @@ impl Host for FakeHost {
     }
 
     fn ray(&self, request: &RayRequest) -> Result<RayResponse, HostError> {
+        if let Some(judge) = &self.judge {
+            let header_bytes = request.headers.iter().map(|(k, v)| k.len() + v.len()).sum();
+            let inputs = [
+                ("cluster name", request.cluster.len(), MAX_NAME_BYTES),
+                ("method", request.method.len(), 16),
+                ("path", request.path.len(), MAX_RAY_PATH_BYTES),
+                ("request body", request.body.len(), MAX_RAY_BODY_BYTES),
+                ("header count", request.headers.len(), MAX_RAY_HEADERS),
+                ("headers", header_bytes, MAX_RAY_HEADER_BYTES),
+            ];
+            judge.spend(Cost::Read, None, &inputs)?;
+            judge.ray_heads()?;
+        }
         match self.ray.borrow_mut().as_mut() {
             Some(handler) => handler(request),
             None => Err(HostError::Unavailable("no Ray head in this test".into())),

@@ -203,7 +203,7 @@ impl Plugin for Declares {
         }
     }
 
-    fn reconcile(_: &impl Host, _: crate::Request) -> Result<crate::Outcome, crate::ReconcileError> {
+    fn reconcile(_: &impl Host, _: Request) -> Result<crate::Outcome, crate::ReconcileError> {
         Ok(crate::Outcome::done())
     }
 }
@@ -233,4 +233,227 @@ fn a_plugins_host_refuses_the_verbs_it_did_not_declare_as_the_operator_does() {
             .list(&Kind::new("", "v1", "Service"), "")
             .is_ok()
     );
+}
+
+/// A plugin of a custom kind (no entry in the built-in policy: it gets what it asks for under the policy's
+/// defaults, as in the operator with a `ReconcilePlugin` granting exactly that).
+struct Widgets;
+
+fn widgets() -> Kind {
+    Kind::new("example.com", "v1", "Widget")
+}
+
+fn pods() -> Kind {
+    Kind::new("", "v1", "Pod")
+}
+
+impl Plugin for Widgets {
+    fn metadata() -> crate::PluginMetadata {
+        let (services, secrets) = (Kind::new("", "v1", "Service"), Kind::new("", "v1", "Secret"));
+        crate::PluginMetadata {
+            name: "widgets".into(),
+            version: "1".into(),
+            reconciles: widgets(),
+            owns: vec![pods(), services.clone(), secrets.clone()],
+            capabilities: vec![
+                crate::Capability::new(pods(), &[Verb::Get, Verb::List, Verb::Create, Verb::Apply]),
+                crate::Capability::new(services, &[Verb::Apply]),
+                crate::Capability::new(secrets, &[Verb::Get]),
+                crate::Capability::new(widgets(), &[Verb::ApplyStatus, Verb::RecordEvent]),
+            ],
+            finalizer: None,
+            uses_ray_head: false,
+        }
+    }
+
+    fn reconcile(_: &impl Host, _: Request) -> Result<crate::Outcome, crate::ReconcileError> {
+        Ok(crate::Outcome::done())
+    }
+}
+
+fn widget(spec: Value) -> FakeHost {
+    FakeHost::for_plugin::<Widgets>(json!({
+        "apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": "w", "namespace": "ns", "uid": "w-uid"}, "spec": spec,
+    }))
+}
+
+fn pod(name: &str, spec: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec})
+}
+
+#[test]
+fn a_plugins_writes_are_judged_by_the_operators_admission() {
+    let host = widget(json!({}));
+    let plain = pod("plain", json!({"containers": [{"name": "c", "image": "i"}]}));
+    host.create(&plain).unwrap();
+
+    // A Secret the user never named, a privileged container, a Service type the policy does not allow and
+    // another namespace: each refused with the operator's message, nothing written.
+    let secret = pod(
+        "secret",
+        json!({"containers": [{"name": "c", "image": "i"}],
+               "volumes": [{"name": "v", "secret": {"secretName": "db-password"}}]}),
+    );
+    let message = forbidden(host.create(&secret));
+    assert!(message.contains("db-password"), "{message}");
+    let privileged = pod(
+        "privileged",
+        json!({"containers": [{"name": "c", "image": "i", "securityContext": {"privileged": true}}]}),
+    );
+    let message = forbidden(host.apply(&privileged));
+    assert!(message.contains("privileged"), "{message}");
+    let node_port = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+                           "spec": {"type": "NodePort", "ports": [{"port": 80}]}});
+    let message = forbidden(host.apply(&node_port));
+    assert!(message.contains("NodePort"), "{message}");
+    let mut elsewhere = plain.clone();
+    elsewhere["metadata"]["name"] = json!("elsewhere");
+    elsewhere["metadata"]["namespace"] = json!("kube-system");
+    forbidden(host.create(&elsewhere));
+    let names: Vec<Value> = host
+        .objects(&pods())
+        .iter()
+        .map(|p| p["metadata"]["name"].clone())
+        .collect();
+    assert_eq!(names, vec![json!("plain")]);
+
+    // The user's request names the Secret: now the Pod may mount it.
+    let host = widget(json!({"template": {"spec": {
+        "volumes": [{"name": "v", "secret": {"secretName": "db-password"}}]}}}));
+    host.create(&secret).unwrap();
+}
+
+#[test]
+fn a_plugins_reads_of_secrets_and_its_call_budget_are_the_operators() {
+    // The policy's defaults withhold Secrets; the built-in RayCluster entry lets its plugin read the ones
+    // its cluster controls, and only those.
+    let secrets = Kind::new("", "v1", "Secret");
+    let host = widget(json!({}));
+    let message = forbidden(host.get(&secrets, "other"));
+    assert!(message.contains("not granted get on v1/Secret"), "{message}");
+    let host = FakeHost::for_plugin::<ReadsSecrets>(json!({
+        "apiVersion": "ray.io/v1", "kind": "RayCluster",
+        "metadata": {"name": "c", "namespace": "ns", "uid": "c-uid"}, "spec": {},
+    }));
+    let secret = |name: &str| json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}});
+    host.insert(secret("other"));
+    host.insert_owned(secret("token"));
+    let message = forbidden(host.get(&secrets, "other"));
+    assert!(
+        message.contains("Secret other is neither controlled by"),
+        "{message}"
+    );
+    assert!(host.get(&secrets, "token").unwrap().is_some());
+
+    let host = widget(json!({}));
+
+    // 100 events per call by default; the next fails as the operator fails it, until the next call.
+    let event = Event::normal("Made", "Apply", "made it");
+    let _ = host.request();
+    for _ in 0..100 {
+        host.record_event(&event).unwrap();
+    }
+    let error = host.record_event(&event).unwrap_err();
+    assert!(
+        matches!(&error, HostError::Invalid(m) if m.contains("more than 100 events")),
+        "{error}"
+    );
+    let _ = host.request();
+    host.record_event(&event).unwrap();
+    // So does an object larger than the API server takes.
+    let huge = pod(
+        "huge",
+        json!({"containers": [{"name": "c", "image": "x".repeat(2 << 20)}]}),
+    );
+    let error = host.create(&huge).unwrap_err();
+    assert!(
+        matches!(&error, HostError::Invalid(m) if m.contains("larger than the limit")),
+        "{error}"
+    );
+}
+
+/// A plugin under the built-in policy's `raycluster` entry that reads Secrets.
+struct ReadsSecrets;
+
+impl Plugin for ReadsSecrets {
+    fn metadata() -> crate::PluginMetadata {
+        let clusters = Kind::new("ray.io", "v1", "RayCluster");
+        crate::PluginMetadata {
+            name: "raycluster".into(),
+            version: "1".into(),
+            reconciles: clusters,
+            owns: vec![Kind::new("", "v1", "Secret")],
+            capabilities: vec![crate::Capability::new(
+                Kind::new("", "v1", "Secret"),
+                &[Verb::Get],
+            )],
+            finalizer: None,
+            uses_ray_head: false,
+        }
+    }
+
+    fn reconcile(_: &impl Host, _: Request) -> Result<crate::Outcome, crate::ReconcileError> {
+        Ok(crate::Outcome::done())
+    }
+}
+
+/// A plugin the operator refuses to load: it reconciles a built-in kind.
+struct ReconcilesPods;
+
+impl Plugin for ReconcilesPods {
+    fn metadata() -> crate::PluginMetadata {
+        crate::PluginMetadata {
+            name: "pods".into(),
+            version: "1".into(),
+            reconciles: pods(),
+            owns: vec![],
+            capabilities: vec![crate::Capability::new(pods(), &[Verb::Get])],
+            finalizer: None,
+            uses_ray_head: false,
+        }
+    }
+
+    fn reconcile(_: &impl Host, _: Request) -> Result<crate::Outcome, crate::ReconcileError> {
+        Ok(crate::Outcome::done())
+    }
+}
+
+#[test]
+fn a_plugin_the_operator_would_not_load_gets_nothing() {
+    let host = FakeHost::for_plugin::<ReconcilesPods>(pod("p", json!({})));
+    let message = forbidden(host.get(&pods(), "p"));
+    assert!(message.contains("would not load"), "{message}");
+    assert!(
+        message.contains("plugins may only reconcile custom resources"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_policy_of_ones_own_judges_instead_of_the_built_in_one() {
+    let policy = "defaults: {podSecurity: privileged}\n\
+                  plugins:\n- {name: widgets, file: widgets.wasm, reconciles: example.com/v1/Widget,\n   \
+                  owns: [v1/Pod], verbs: {v1/Pod: [create]}}\n";
+    let privileged = pod(
+        "privileged",
+        json!({"containers": [{"name": "c", "image": "i", "securityContext": {"privileged": true}}]}),
+    );
+    let object = json!({
+        "apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": "w", "namespace": "ns", "uid": "w-uid"}, "spec": {},
+    });
+    // The built-in defaults hold a plugin's own settings to baseline; this policy lets them be privileged.
+    forbidden(FakeHost::for_plugin::<Widgets>(object.clone()).create(&privileged));
+    let host = FakeHost::for_plugin::<Widgets>(object.clone()).with_policy::<Widgets>(policy);
+    host.create(&privileged).unwrap();
+    // Its entry grants no Services, whatever the plugin asks for.
+    let service = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+                         "spec": {"ports": [{"port": 80}]}});
+    let message = forbidden(host.apply(&service));
+    assert!(message.contains("not granted apply on v1/Service"), "{message}");
+    // A policy the operator would not start with refuses everything, saying why.
+    let host = FakeHost::for_plugin::<Widgets>(object).with_policy::<Widgets>("plugins: 3");
+    let message = forbidden(host.create(&privileged));
+    assert!(message.contains("plugins"), "{message}");
 }
