@@ -4,8 +4,10 @@
 //!
 //! A request is matched against the route table by path and method (an unknown path is 404, a known path
 //! with another method 405 with an `Allow` header). Path segments are percent-decoded one by one (`%2F`
-//! stays inside its segment), one trailing slash is ignored, and an empty segment never fills a variable
-//! (`/namespaces//clusters` is 404, as in KubeRay); when two templates match, literal segments win over
+//! stays inside its segment); as in KubeRay's gateway, the empty segment after a trailing slash fills a
+//! variable that ends a template of the request's method (`GET .../clusters/` asks for the cluster named "",
+//! a 400), else the slash is ignored, and no other empty segment fills a variable (`/namespaces//clusters`
+//! is 404); when two templates match, literal segments win over
 //! variables (`.../{clustername}/log/{submissionid}` over `.../{clustername}/{submissionid}/...`). The
 //! request message is built from the body (`body: "*"` fills the whole
 //! message, `body: "field"` that field; protobuf's JSON mapping with both the lowerCamelCase and the proto
@@ -42,7 +44,7 @@ pub use template::TemplateError;
 pub(crate) use transcode::{is_scalar_wkt, response_json};
 
 use crate::api::FILE_DESCRIPTOR_SET;
-use template::split_path;
+use template::{ends_in_slash, split_path};
 use transcode::BadRequest;
 
 /// The largest request body the gateway reads unless told otherwise (tonic's default message limit).
@@ -125,7 +127,8 @@ impl Gateway {
             Ok(path) => path,
             Err(e) => return error_response(Code::InvalidArgument, &e.to_string()),
         };
-        let (route, captures) = match self.routes.lookup(request.method(), &path) {
+        let trailing = ends_in_slash(request.uri().path());
+        let (route, captures) = match self.routes.lookup(request.method(), &path, trailing) {
             routes::Lookup::Found(route, captures) => (route, captures),
             routes::Lookup::NotFound => return error_response(Code::NotFound, "Not Found"),
             routes::Lookup::MethodNotAllowed(allowed) => return method_not_allowed(&allowed),

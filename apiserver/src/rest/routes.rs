@@ -101,12 +101,32 @@ impl RouteTable {
         &self.routes
     }
 
-    /// The route for `method` and the decoded request path; the most specific template wins.
-    pub(crate) fn lookup(&self, method: &Method, path: &[String]) -> Lookup<'_> {
+    /// The route for `method` and the decoded request path (`ends_in_slash`: the path as sent ended in a
+    /// slash); the most specific template wins. A path ending in a slash is read as grpc-gateway reads it:
+    /// first with an empty last segment that may fill a variable ending a template of this method
+    /// (`GET .../clusters/` and `DELETE .../clusters/` ask for the cluster named "", which the service
+    /// refuses with KubeRay's 400), else without it (`GET /apis/v1/clusters/` lists).
+    pub(crate) fn lookup(&self, method: &Method, path: &[String], ends_in_slash: bool) -> Lookup<'_> {
+        if ends_in_slash {
+            let mut with_empty = path.to_vec();
+            with_empty.push(String::new());
+            if let found @ Lookup::Found(..) = self.find(method, &with_empty, Template::matches_trailing) {
+                return found;
+            }
+        }
+        self.find(method, path, Template::matches)
+    }
+
+    fn find(
+        &self,
+        method: &Method,
+        path: &[String],
+        matches: fn(&Template, &[String]) -> Option<Vec<Capture>>,
+    ) -> Lookup<'_> {
         let mut found: Option<(&Route, Vec<Capture>)> = None;
         let mut allowed = Vec::new();
         for route in &self.routes {
-            let Some(captures) = route.template.matches(path) else {
+            let Some(captures) = matches(&route.template, path) else {
                 continue;
             };
             if route.method != *method {
@@ -294,7 +314,8 @@ mod tests {
 
     fn found(table: &RouteTable, method: Method, path: &str) -> (String, Vec<(String, String)>) {
         let segments = super::super::template::split_path(path).unwrap();
-        match table.lookup(&method, &segments) {
+        let trailing = super::super::template::ends_in_slash(path);
+        match table.lookup(&method, &segments, trailing) {
             Lookup::Found(route, captures) => (
                 route.rpc.name().to_string(),
                 captures.into_iter().map(|(f, v)| (f.join("."), v)).collect(),
@@ -368,7 +389,8 @@ mod tests {
         let table = table();
         let lookup = |method: Method, path: &str| {
             let segments = super::super::template::split_path(path).unwrap();
-            match table.lookup(&method, &segments) {
+            let trailing = super::super::template::ends_in_slash(path);
+            match table.lookup(&method, &segments, trailing) {
                 Lookup::Found(route, _) => format!("found {}", route.rpc.name()),
                 Lookup::MethodNotAllowed(mut m) => {
                     m.sort_by(|a, b| a.as_str().cmp(b.as_str()));
@@ -380,6 +402,43 @@ mod tests {
         assert_eq!(lookup(Method::GET, "/apis/v1/nothing"), "404");
         assert_eq!(lookup(Method::GET, "/apis/v1/namespaces//clusters"), "404");
         assert_eq!(lookup(Method::GET, "/apis/v1/clusters/"), "found ListAllClusters");
+        // As KubeRay's gateway: the empty segment after a trailing slash names the object "" (the service
+        // answers 400), for the methods that have such a route; the others ignore the slash.
+        let base = "/apis/v1/namespaces/ns";
+        for (kind, get, delete, list, create) in [
+            (
+                "clusters",
+                "GetCluster",
+                "DeleteCluster",
+                "ListCluster",
+                "CreateCluster",
+            ),
+            (
+                "compute_templates",
+                "GetComputeTemplate",
+                "DeleteComputeTemplate",
+                "ListComputeTemplates",
+                "CreateComputeTemplate",
+            ),
+            ("jobs", "GetRayJob", "DeleteRayJob", "ListRayJobs", "CreateRayJob"),
+            (
+                "services",
+                "GetRayService",
+                "DeleteRayService",
+                "ListRayServices",
+                "CreateRayService",
+            ),
+        ] {
+            let path = format!("{base}/{kind}/");
+            assert_eq!(lookup(Method::GET, &path), format!("found {get}"));
+            assert_eq!(lookup(Method::DELETE, &path), format!("found {delete}"));
+            assert_eq!(lookup(Method::POST, &path), format!("found {create}"));
+            assert_eq!(
+                lookup(Method::GET, &format!("{base}/{kind}")),
+                format!("found {list}")
+            );
+        }
+        assert_eq!(lookup(Method::GET, "/apis/v1/namespaces//clusters/"), "404");
         assert_eq!(
             lookup(Method::PATCH, "/apis/v1/namespaces/ns/clusters/c"),
             "405 [DELETE, GET]"

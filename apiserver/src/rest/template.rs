@@ -107,6 +107,17 @@ impl Template {
 
     /// The captures if the decoded request `path` (see [`split_path`]) matches this template.
     pub(crate) fn matches(&self, path: &[String]) -> Option<Vec<Capture>> {
+        self.matches_with(path, false)
+    }
+
+    /// [`Self::matches`] of a path that ended in a slash, read as grpc-gateway reads it: the empty segment
+    /// after the slash (the last of `path`) fills a variable that ends the template. No other empty segment
+    /// fills anything.
+    pub(crate) fn matches_trailing(&self, path: &[String]) -> Option<Vec<Capture>> {
+        self.matches_with(path, true)
+    }
+
+    fn matches_with(&self, path: &[String], empty_last: bool) -> Option<Vec<Capture>> {
         let mut captures = Vec::new();
         for (i, segment) in self.segments.iter().enumerate() {
             match segment {
@@ -116,7 +127,8 @@ impl Template {
                     }
                 }
                 Segment::Variable(field) => {
-                    let value = path.get(i).filter(|v| !v.is_empty())?;
+                    let last = empty_last && i + 1 == path.len();
+                    let value = path.get(i).filter(|v| last || !v.is_empty())?;
                     captures.push((field.clone(), value.clone()));
                 }
                 Segment::Rest(field) => {
@@ -200,7 +212,8 @@ pub(crate) struct PathError {
 }
 
 /// Splits a request path (as sent, still percent-encoded) into decoded segments. One trailing slash is
-/// ignored (`/apis/v1/clusters/` is `/apis/v1/clusters`); an encoded slash (`%2F`) stays inside its segment.
+/// dropped (`/apis/v1/clusters/` is `/apis/v1/clusters`; [`ends_in_slash`] says it was there); an encoded
+/// slash (`%2F`) stays inside its segment.
 pub(crate) fn split_path(path: &str) -> Result<Vec<String>, PathError> {
     let trimmed = path.strip_prefix('/').unwrap_or(path);
     let trimmed = trimmed.strip_suffix('/').unwrap_or(trimmed);
@@ -218,6 +231,11 @@ pub(crate) fn split_path(path: &str) -> Result<Vec<String>, PathError> {
                 })
         })
         .collect()
+}
+
+/// Whether a request path ends in a slash after something (`/` alone does not).
+pub(crate) fn ends_in_slash(path: &str) -> bool {
+    path.len() > 1 && path.ends_with('/')
 }
 
 #[cfg(test)]

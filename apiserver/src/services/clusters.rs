@@ -43,7 +43,7 @@ impl ClusterService for ClusterServer {
     ) -> Result<Response<api::Cluster>, Status> {
         let ctx = context(&request)?;
         let request = request.into_inner();
-        validate::object_ref(&request.namespace, &request.name)?;
+        validate::object_ref("Cluster", &request.namespace, &request.name)?;
         let cluster = self
             .resources
             .get_cluster(&ctx.kube, &request.namespace, &request.name)
@@ -97,7 +97,7 @@ impl ClusterService for ClusterServer {
     ) -> Result<Response<()>, Status> {
         let ctx = context(&request)?;
         let request = request.into_inner();
-        validate::object_ref(&request.namespace, &request.name)?;
+        validate::object_ref("Cluster", &request.namespace, &request.name)?;
         self.resources
             .delete_cluster(&ctx.kube, &request.namespace, &request.name)
             .await?;

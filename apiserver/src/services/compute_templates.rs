@@ -45,7 +45,7 @@ impl ComputeTemplateService for ComputeTemplateServer {
     ) -> Result<Response<api::ComputeTemplate>, Status> {
         let ctx = context(&request)?;
         let request = request.into_inner();
-        validate::object_ref(&request.namespace, &request.name)?;
+        validate::object_ref("Compute template", &request.namespace, &request.name)?;
         let template = self
             .resources
             .get_compute_template(&ctx.kube, &request.namespace, &request.name)
@@ -89,7 +89,7 @@ impl ComputeTemplateService for ComputeTemplateServer {
     ) -> Result<Response<()>, Status> {
         let ctx = context(&request)?;
         let request = request.into_inner();
-        validate::object_ref(&request.namespace, &request.name)?;
+        validate::object_ref("Compute template", &request.namespace, &request.name)?;
         self.resources
             .delete_compute_template(&ctx.kube, &request.namespace, &request.name)
             .await?;

@@ -61,7 +61,7 @@ impl RayJobService for RayJobServer {
     ) -> Result<Response<api::RayJob>, Status> {
         let ctx = context(&request)?;
         let request = request.into_inner();
-        validate::object_ref(&request.namespace, &request.name)?;
+        validate::object_ref("job", &request.namespace, &request.name)?;
         let job = self
             .resources
             .get_job(&ctx.kube, &request.namespace, &request.name)
@@ -111,7 +111,7 @@ impl RayJobService for RayJobServer {
     ) -> Result<Response<()>, Status> {
         let ctx = context(&request)?;
         let request = request.into_inner();
-        validate::object_ref(&request.namespace, &request.name)?;
+        validate::object_ref("job", &request.namespace, &request.name)?;
         self.resources
             .delete_job(&ctx.kube, &request.namespace, &request.name)
             .await?;

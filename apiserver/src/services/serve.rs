@@ -79,7 +79,7 @@ impl RayServeService for RayServeServer {
     ) -> Result<Response<api::RayService>, Status> {
         let ctx = context(&request)?;
         let request = request.into_inner();
-        validate::object_ref(&request.namespace, &request.name)?;
+        validate::object_ref("ray service", &request.namespace, &request.name)?;
         let service = self
             .resources
             .get_service(&ctx.kube, &request.namespace, &request.name)
@@ -136,7 +136,7 @@ impl RayServeService for RayServeServer {
     ) -> Result<Response<()>, Status> {
         let ctx = context(&request)?;
         let request = request.into_inner();
-        validate::object_ref(&request.namespace, &request.name)?;
+        validate::object_ref("ray service", &request.namespace, &request.name)?;
         self.resources
             .delete_service(&ctx.kube, &request.namespace, &request.name)
             .await?;

@@ -38,8 +38,15 @@ pub(crate) fn namespace(namespace: &str) -> ApiResult<()> {
     Ok(())
 }
 
-/// The namespace and name of a request path that names one object.
-pub(crate) fn object_ref(namespace_: &str, name: &str) -> ApiResult<()> {
+/// The namespace and name of a request path that names one object of the kind KubeRay's messages call
+/// `what` (`Cluster`, `Compute template`, `job`, `ray service`). An empty name is refused first, with
+/// KubeRay's message: a path ending in a slash (`GET .../clusters/`) asks for the object named "".
+pub(crate) fn object_ref(what: &str, namespace_: &str, name: &str) -> ApiResult<()> {
+    if name.is_empty() {
+        return Err(invalid(format!(
+            "{what} name is empty. Please specify a valid value."
+        )));
+    }
     namespace(namespace_)?;
     path_name("name", name)
 }

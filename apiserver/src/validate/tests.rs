@@ -97,10 +97,13 @@ fn request_paths() {
         cluster_with(|c| c.namespace = "other".into()),
         "cluster.namespace \"other\" differs",
     );
-    refused(object_ref("team-a", ""), "name is empty");
-    refused(object_ref("", "x"), "namespace is empty");
-    accepted(object_ref("team-a", "x"));
-    accepted(object_ref("team-a", "made.by-kubectl.1"));
+    refused(
+        object_ref("Cluster", "team-a", ""),
+        "Cluster name is empty. Please specify a valid value.",
+    );
+    refused(object_ref("Cluster", "", "x"), "namespace is empty");
+    accepted(object_ref("Cluster", "team-a", "x"));
+    accepted(object_ref("Cluster", "team-a", "made.by-kubectl.1"));
     // Names no object can have never reach Kubernetes (as path segments they would change the request).
     for bad in [
         "#x",
@@ -112,7 +115,10 @@ fn request_paths() {
         ".x",
         &"x".repeat(254),
     ] {
-        refused(object_ref("team-a", bad), "is not a valid Kubernetes object name");
+        refused(
+            object_ref("Cluster", "team-a", bad),
+            "is not a valid Kubernetes object name",
+        );
     }
     refused(
         path_name("clustername", "c#"),

@@ -140,6 +140,23 @@ async fn bad_requests_get_a_clear_4xx_and_leave_nothing_behind() {
             status: 404,
             ..bad("an empty path segment", "GET", "/apis/v1/namespaces//clusters".into(), None, "Not Found")
         },
+        // An empty last segment is the object named "", as KubeRay's gateway reads it: its 400 and message.
+        bad("get of an empty cluster name", "GET", format!("{clusters}/"), None,
+            "Cluster name is empty. Please specify a valid value."),
+        bad("delete of an empty cluster name", "DELETE", format!("{clusters}/"), None,
+            "Cluster name is empty. Please specify a valid value."),
+        bad("get of an empty template name", "GET", format!("{base}/compute_templates/"), None,
+            "Compute template name is empty. Please specify a valid value."),
+        bad("delete of an empty template name", "DELETE", format!("{base}/compute_templates/"), None,
+            "Compute template name is empty. Please specify a valid value."),
+        bad("get of an empty job name", "GET", format!("{base}/jobs/"), None,
+            "job name is empty. Please specify a valid value."),
+        bad("delete of an empty job name", "DELETE", format!("{base}/jobs/"), None,
+            "job name is empty. Please specify a valid value."),
+        bad("get of an empty service name", "GET", format!("{base}/services/"), None,
+            "ray service name is empty. Please specify a valid value."),
+        bad("delete of an empty service name", "DELETE", format!("{base}/services/"), None,
+            "ray service name is empty. Please specify a valid value."),
         Bad {
             status: 405,
             ..bad("a method the route lacks", "PATCH", format!("{clusters}/c"), None, "Method Not Allowed")
