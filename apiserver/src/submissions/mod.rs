@@ -10,7 +10,10 @@
 mod convert;
 mod head;
 
-use std::sync::Arc;
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use kuberay_plugin_sdk::ray::{
     RayError, RayHead,
@@ -199,13 +202,73 @@ impl RayJobSubmissionService for JobSubmissions {
             cluster: &message.clustername,
             method: "DELETE",
         };
-        if self
-            .on_head(&request, target, move |head| head.delete_job(&id))
+        match self
+            .on_head(&request, target, move |head| delete_when_finished(head, &id))
             .await?
         {
-            Ok(Response::new(()))
-        } else {
-            Err(not_found(&message.submissionid))
+            Deleted::Yes => Ok(Response::new(())),
+            Deleted::NotFound => Err(not_found(&message.submissionid)),
+            Deleted::NotFinished(refusal) => Err(ApiError::FailedPrecondition(format!(
+                "job {} is not finished (stop it first): the Ray head refused to delete it: {refusal}",
+                message.submissionid
+            ))
+            .into()),
+        }
+    }
+}
+
+/// How long a delete waits for a job that is not finished yet: one being stopped finishes within Ray's stop
+/// grace period (`RAY_JOB_STOP_WAIT_TIME_S`, 3 s by default), as a client that stops and then deletes expects.
+const DELETE_WAIT: Duration = Duration::from_secs(10);
+/// How often the job is looked at meanwhile.
+const DELETE_POLL: Duration = Duration::from_millis(250);
+
+/// Ray's reason in its refusal to delete a job that is not finished (the line of its traceback that says
+/// so), else the whole text.
+fn not_finished_reason(text: &str) -> &str {
+    text.lines()
+        .find(|l| l.contains("non-terminal"))
+        .unwrap_or(text)
+        .trim()
+}
+
+/// What became of a delete.
+enum Deleted {
+    Yes,
+    NotFound,
+    /// The job was still not finished after [`DELETE_WAIT`]: Ray's refusal.
+    NotFinished(String),
+}
+
+/// Deletes job `id` on `head`. Ray refuses to delete a job that is not finished (a 500 saying "non-terminal
+/// state"), and a job is not finished for a moment after it was asked to stop: such a job is waited for, up
+/// to [`DELETE_WAIT`], and then deleted; one still running then is refused with Ray's message (a 400, never
+/// a 5xx that clients would retry). Runs on a blocking thread, as every call on a head does.
+fn delete_when_finished(head: &RayHead<'_, Transport>, id: &str) -> Result<Deleted, RayError> {
+    let deadline = Instant::now() + DELETE_WAIT;
+    loop {
+        let refusal = match head.delete_job(id) {
+            Ok(true) => return Ok(Deleted::Yes),
+            Ok(false) => return Ok(Deleted::NotFound),
+            Err(RayError::Status { status, body, .. }) if status >= 500 => body,
+            Err(e) => return Err(e),
+        };
+        match head.job_info(id)? {
+            None => return Ok(Deleted::NotFound),
+            // Finished by now: delete it again at once.
+            Some(info) if info.status.is_terminal() => {}
+            // Another failure of the head than a job not finished: Ray's own error.
+            Some(_) if !refusal.contains("non-terminal") => {
+                return Err(RayError::Status {
+                    call: "DeleteJob",
+                    status: 500,
+                    body: refusal,
+                });
+            }
+            Some(_) if Instant::now() >= deadline => {
+                return Ok(Deleted::NotFinished(not_finished_reason(&refusal).to_string()));
+            }
+            Some(_) => std::thread::sleep(DELETE_POLL),
         }
     }
 }

@@ -196,6 +196,23 @@ pub async fn submission_flow(rest: &Rest, base: &str, cluster: &str, mode: &str,
     expect(rest.delete(&format!("{submissions}/{id}")).await, 200);
     let gone = expect(rest.get(&format!("{submissions}/{id}")).await, 404);
     assert_eq!(gone["code"], 5, "[{mode}] {gone}");
+
+    // A job still running is not deleted: a 400 with Ray's reason (never a 5xx, which clients retry).
+    // Stopped and deleted at once, as KubeRay's suite does it, it is deleted once it has stopped.
+    let stopping = format!("{submissions}/{mode}-stopping");
+    let job = json!({"entrypoint": LONG, "submissionId": format!("{mode}-stopping")});
+    expect(rest.post(&submissions, &job).await, 200);
+    submission_status(rest, &stopping, "RUNNING", timeout).await;
+    let refused = expect(rest.delete(&stopping).await, 400);
+    assert_eq!(refused["code"], 9, "[{mode}] FAILED_PRECONDITION: {refused}");
+    let message = refused["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("non-terminal"),
+        "[{mode}] Ray's reason: {refused}"
+    );
+    expect(rest.post(&stopping, &json!({})).await, 200);
+    expect(rest.delete(&stopping).await, 200);
+    expect(rest.get(&stopping).await, 404);
     for path in [
         format!("{submissions}/no-such-job"),
         format!("{submissions}/log/no-such-job"),
