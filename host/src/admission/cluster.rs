@@ -3,13 +3,10 @@
 
 use kube::{Api, api::DynamicObject};
 use kuberay_admission::{Cluster, Key};
-use kuberay_plugin_sdk::{HostError, Kind};
+use kuberay_plugin_sdk::{HostError, HostResult, Kind};
 use serde_json::Value;
 
-use crate::{
-    kubernetes::{KubeBridge, errors::from_kube, to_json},
-    sandbox::host_api::HostResult,
-};
+use crate::kubernetes::{KubeBridge, errors::from_kube, to_json};
 
 impl Cluster for KubeBridge {
     async fn read(&self, kind: &Kind, namespace: &str, name: &str) -> HostResult<Option<Value>> {

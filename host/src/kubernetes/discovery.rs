@@ -16,7 +16,7 @@ use kube::{
 use kuberay_plugin_sdk::{HostError, Kind};
 
 use super::errors::from_kube;
-use crate::sandbox::host_api::HostResult;
+use kuberay_plugin_sdk::HostResult;
 
 #[derive(Debug, Clone)]
 pub(crate) struct Resolved {

@@ -22,12 +22,12 @@ use kube::{
     Client,
     runtime::events::{Event, Recorder, Reporter},
 };
+use kuberay_admission::budget::{RateBudget, TokenBucket};
 use tokio::{sync::mpsc, task::JoinHandle};
 
 use crate::{
     leadership::{Fence, NotLeader},
     metrics::Metrics,
-    sandbox::{RateBudget, TokenBucket},
 };
 
 /// Events one plugin may have waiting to be published.

@@ -1,9 +1,8 @@
 //! The Kubernetes bridge, shared by every reconcile: discovery, the watch caches (their objects in a compact
 //! form, `compact`), plugins' recent writes merged into what they read (`overlay`), the last applied
-//! intents that let a write that would change nothing be skipped (`unchanged`), namespaces' Pod Security
-//! levels (`namespaces`), and the event recorders. It also holds two syntactic rules admission
-//! (`crate::admission`) applies to a plugin's writes: names that follow Kubernetes' rules before any URL is
-//! built from them (`names`), and the shape of a label-only apply (`label_only`).
+//! intents that let a write that would change nothing be skipped (`kuberay_admission::unchanged`'s record),
+//! namespaces' Pod Security levels (`namespaces`), and the event recorders. It knows nothing of plugins or
+//! admission: they build on it.
 
 mod cache;
 pub(crate) mod compact;
@@ -20,7 +19,7 @@ use std::sync::Arc;
 pub(crate) use cache::{Caches, WatchScope, wait_synced};
 pub(crate) use discovery::{Discovery, Resolved};
 use kube::{Api, Client, api::ListParams};
-use kuberay_plugin_sdk::{HostError, Kind, selector::Selector};
+use kuberay_plugin_sdk::{HostError, HostResult, Kind, selector::Selector};
 use kuberay_rayhead::ObjectLookup;
 use serde_json::Value;
 
@@ -28,7 +27,6 @@ use self::{compact::CachedObject, events::EventRecorders, namespaces::NamespaceL
 use crate::{
     leadership::Fence,
     metrics::{CustomResources, Metrics, ObjectView},
-    sandbox::host_api::HostResult,
 };
 use kuberay_admission::{Key, unchanged::LastApplied};
 

@@ -13,7 +13,6 @@ pub mod cluster;
 pub mod conditions;
 pub mod consts;
 pub mod context;
-pub mod gcs_ft;
 pub mod ingress;
 pub mod multi_host;
 pub mod objects;
@@ -33,6 +32,7 @@ pub mod suspend;
 pub mod upgrade;
 pub mod validation;
 pub mod version;
+pub mod worker_pods;
 
 use k8s_openapi::api::{
     batch::v1::Job,

@@ -13,7 +13,7 @@ use crate::{
     context::{Ctx, Failure},
     pod::worker::Placement,
     pod_state,
-    scaling::{create_worker, delete_worker, key, replica_index, take_index},
+    worker_pods::{create_worker, delete_worker, key, replica_index, take_index},
 };
 
 /// Groups whose replicas span several hosts (TPU slices): every replica is created and deleted whole,

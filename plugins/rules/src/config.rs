@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::syntax::is_dns1123_subdomain;
+use crate::{operator_env::PodDefaults, syntax::is_dns1123_subdomain};
 
 /// The cluster's DNS domain (`--cluster-domain`, KubeRay's `CLUSTER_DOMAIN`), in head addresses.
 pub const CLUSTER_DOMAIN: &str = "clusterDomain";
@@ -12,14 +12,8 @@ pub const CLUSTER_DOMAIN: &str = "clusterDomain";
 /// names and booleans, every gate KubeRay v1.7 has.
 pub const FEATURE_GATES: &str = "featureGates";
 
-/// KubeRay's operator environment toggles the operator was started with (`crate::operator_env`): an object
-/// of their names and normalized values (text), only those set.
-pub const KUBERAY_ENV: &str = "kuberayEnv";
-
-/// What KubeRay's Configuration file (`--config`) adds to Ray Pods: an object of its fields
-/// `headSidecarContainers`, `workerSidecarContainers`, `defaultContainerEnvs`, `defaultPodAnnotations` and
-/// `defaultPodLabels` (`crate::operator_env::PodDefaults`).
-pub const KUBERAY_CONFIGURATION: &str = "kuberayConfiguration";
+/// The keys of KubeRay's environment toggles and Configuration, which `operator_env` reads.
+pub use crate::operator_env::{KUBERAY_CONFIGURATION, KUBERAY_ENV};
 
 /// Refuses a configuration whose `clusterDomain` is not a DNS subdomain, whose `featureGates` is not an
 /// object of booleans or whose `kuberayEnv` is not an object of strings; a configuration without them is fine
@@ -54,7 +48,7 @@ pub fn check(config: &Map<String, Value>) -> Result<(), String> {
     }
     match config.get(KUBERAY_CONFIGURATION) {
         None => Ok(()),
-        Some(value) => serde_json::from_value::<crate::operator_env::PodDefaults>(value.clone())
+        Some(value) => serde_json::from_value::<PodDefaults>(value.clone())
             .map(drop)
             .map_err(|e| {
                 format!("{KUBERAY_CONFIGURATION} is not what KubeRay's Configuration adds to Pods: {e}")

@@ -1,6 +1,6 @@
 //! KubeRay's operator environment toggles (facts from KubeRay v1.7: names, defaults, meaning), read once by
 //! the host from its own environment and handed to the plugins in their configuration under
-//! [`crate::config::KUBERAY_ENV`], so that a Deployment's `env` that tuned KubeRay tunes these plugins the same
+//! [`KUBERAY_ENV`], so that a Deployment's `env` that tuned KubeRay tunes these plugins the same
 //! way. `CLUSTER_DOMAIN` is not here: it is the host's `--cluster-domain` (its environment variable), handed
 //! over as `clusterDomain`.
 //!
@@ -13,6 +13,16 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Container, EnvVar};
 use serde_json::{Map, Value};
+
+/// KubeRay's operator environment toggles the operator was started with (their key in a plugin's
+/// configuration, as the host writes it): an object of their names and normalized values (text), only those
+/// set.
+pub const KUBERAY_ENV: &str = "kuberayEnv";
+
+/// What KubeRay's Configuration file (`--config`) adds to Ray Pods: an object of its fields
+/// `headSidecarContainers`, `workerSidecarContainers`, `defaultContainerEnvs`, `defaultPodAnnotations` and
+/// `defaultPodLabels` ([`PodDefaults`]).
+pub const KUBERAY_CONFIGURATION: &str = "kuberayConfiguration";
 
 /// Workers get an init container that waits for the GCS (default true).
 pub const ENABLE_INIT_CONTAINER_INJECTION: &str = "ENABLE_INIT_CONTAINER_INJECTION";
@@ -174,7 +184,7 @@ pub fn is_default(toggle: &Toggle, value: &str) -> bool {
 }
 
 /// What KubeRay's Configuration file (`--config`) adds to every Ray Pod, as the plugins receive it under
-/// [`crate::config::KUBERAY_CONFIGURATION`] (KubeRay's field names).
+/// [`KUBERAY_CONFIGURATION`] (KubeRay's field names).
 #[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct PodDefaults {
@@ -214,7 +224,7 @@ impl std::default::Default for OperatorEnv {
 impl OperatorEnv {
     /// The toggles in a plugin's configuration (`kuberayEnv`, as the host writes it).
     pub fn from_config(config: &Map<String, Value>) -> Self {
-        let set = config.get(crate::config::KUBERAY_ENV).and_then(Value::as_object);
+        let set = config.get(KUBERAY_ENV).and_then(Value::as_object);
         let text = |name: &str| set.and_then(|s| s.get(name)).and_then(Value::as_str);
         let flag = |name: &str, default: bool| match text(name).map(str::to_ascii_lowercase).as_deref() {
             Some("true") => true,
@@ -242,7 +252,7 @@ impl OperatorEnv {
             zero_downtime: flag(ENABLE_ZERO_DOWNTIME, true),
             // Checked by `crate::config::check` when the plugin loads; anything else reads as nothing.
             pod_defaults: config
-                .get(crate::config::KUBERAY_CONFIGURATION)
+                .get(KUBERAY_CONFIGURATION)
                 .and_then(|c| serde_json::from_value(c.clone()).ok())
                 .unwrap_or_default(),
         }

@@ -10,12 +10,14 @@ use kuberay_crds::{
 };
 use kuberay_rules::{labels, names};
 
-use super::{BuildError, Finish, add_metrics_port, add_pod_defaults, env, finish, meta_mut, ray_container};
+use super::{
+    BuildError, Finish, add_metrics_port, add_pod_defaults, autoscaler as pod_autoscaler, env, finish,
+    gcs_ft, meta_mut, ray_container,
+};
 use crate::{
     auth, autoscaler,
     cluster::{self, Creator, Identity},
     consts::{KUBERAY_VERSION, env as env_names},
-    gcs_ft,
     ray_start::{self, NodeType},
 };
 
@@ -59,11 +61,11 @@ pub fn build(cluster: &RayCluster, id: &Identity, spec_hash: Option<&str>) -> Re
         pod_spec.service_account_name =
             Some(names::check_name(&autoscaler::service_account_name(cluster, id)));
         let image = pod_spec.containers.first().and_then(|c| c.image.clone());
-        let mut sidecar = autoscaler::container(image.as_deref(), None, &id.env);
+        let mut sidecar = pod_autoscaler::container(image.as_deref(), None, &id.env);
         if auth::enabled(spec) {
             auth::configure_container(&mut sidecar, &id.name, spec);
         }
-        autoscaler::apply_options(&mut sidecar, spec.autoscaler_options.as_ref());
+        pod_autoscaler::apply_options(&mut sidecar, spec.autoscaler_options.as_ref());
         pod_spec.containers.push(sidecar);
         match cluster::autoscaler_version(spec) {
             Some(kuberay_crds::AutoscalerVersion::V2) => {

@@ -3,7 +3,9 @@
 //! parameters); [`finish`] then turns the template into a Pod: shared memory, the rewritten command,
 //! the environment and the probes.
 
+pub mod autoscaler;
 pub mod env;
+pub mod gcs_ft;
 pub mod head;
 pub mod worker;
 

@@ -15,13 +15,13 @@ use kuberay_crds::{
 use kuberay_rules::{labels, names};
 
 use super::{
-    BuildError, Finish, add_metrics_port, add_pod_defaults, finish, meta_mut, ray_container, shell_command,
+    BuildError, Finish, add_metrics_port, add_pod_defaults, finish, gcs_ft, meta_mut, ray_container,
+    shell_command,
 };
 use crate::{
     auth,
     cluster::{self, Creator, Identity},
     consts::WAIT_GCS_READY_CONTAINER_NAME,
-    gcs_ft,
     ray_start::{self, NodeType},
 };
 use kuberay_rules::operator_env::OperatorEnv;

@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{EnvVar, PodTemplateSpec};
 use kuberay_crds::{RayCluster, RedisCredential, constants::annotations};
 
+use super::{BuildError, env, meta_mut, ray_container};
 use crate::{
     cluster::{self, Identity},
     consts::env as env_names,
-    pod::{BuildError, env, ray_container},
     ray_start::{NodeType, Params},
 };
 
@@ -37,7 +37,7 @@ fn credential(name: &str, credential: &RedisCredential) -> EnvVar {
 }
 
 fn annotate(template: &mut PodTemplateSpec, key: &str, value: &str) {
-    crate::pod::meta_mut(template)
+    meta_mut(template)
         .annotations
         .get_or_insert_with(BTreeMap::new)
         .insert(key.into(), value.into());
