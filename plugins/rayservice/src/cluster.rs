@@ -80,7 +80,7 @@ fn cluster_spec(service: &RayService) -> RayClusterSpec {
         .and_then(|s| s.active_service_status.as_ref())
         .and_then(|s| s.ray_cluster_name.as_deref())
         .is_some_and(|n| !n.is_empty());
-    if crate::incremental::enabled(service) && has_active {
+    if crate::service::incremental(service) && has_active {
         for group in spec.worker_group_specs.iter_mut().flatten() {
             group.replicas = None;
         }

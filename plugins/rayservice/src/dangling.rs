@@ -109,7 +109,7 @@ fn selected_clusters<H: Host>(ctx: &Ctx<'_, H>) -> Result<Vec<String>, HostError
             names.push(cluster.to_string());
         }
     }
-    if incremental::enabled(&ctx.service) {
+    if crate::service::incremental(&ctx.service) {
         names.extend(incremental::routed_clusters(ctx)?);
     }
     Ok(names)

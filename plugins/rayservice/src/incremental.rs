@@ -12,7 +12,7 @@
 //! HTTPRoute from their status (written by the Gateway controller). Nothing is kept between reconciles.
 
 use kuberay_crds::{
-    RayCluster, RayService, RayServiceStatus, RayServiceStatuses, RayServiceUpgradeType,
+    RayCluster, RayService, RayServiceStatus, RayServiceStatuses,
     constants::{annotations, conditions as types},
     reasons,
 };
@@ -30,7 +30,7 @@ use crate::{
     conditions::{self, TRUE},
     consts::{RECONCILE_ACTION, reason},
     context::Ctx,
-    status::cluster_name,
+    service::cluster_name,
 };
 
 pub const GATEWAY_API_GROUP: &str = "gateway.networking.k8s.io";
@@ -58,16 +58,6 @@ pub fn route_name(service: &str) -> String {
 /// The per-cluster serve Service of `cluster`.
 pub fn cluster_serve_service(cluster: &str) -> String {
     kuberay_rules::names::serve_service_name(cluster)
-}
-
-/// Whether the upgrade strategy is `NewClusterWithIncrementalUpgrade`.
-pub fn enabled(service: &RayService) -> bool {
-    service
-        .spec
-        .upgrade_strategy
-        .as_ref()
-        .and_then(|s| s.type_.as_ref())
-        == Some(&RayServiceUpgradeType::NewClusterWithIncrementalUpgrade)
 }
 
 /// `clusterUpgradeOptions` with KubeRay's defaults (validation made sure the required ones are set).
@@ -111,7 +101,7 @@ fn upgrading(status: &RayServiceStatuses) -> bool {
 
 /// Whether an incremental upgrade is under way (its rules replace blue/green's).
 pub fn in_progress(service: &RayService, status: &RayServiceStatuses) -> bool {
-    enabled(service) && upgrading(status)
+    crate::service::incremental(service) && upgrading(status)
 }
 
 /// Reads the Gateway; `Err` with a message when the API server does not serve the Gateway API at all.
@@ -238,7 +228,7 @@ pub fn rollback_state<H: Host>(
 /// How Serve is reconciled on `cluster` during an incremental upgrade: whether `serveConfigV2` may be
 /// (re)deployed there, and the `target_capacity` a deploy carries.
 pub fn submit_plan(service: &RayService, status: &RayServiceStatuses, cluster: &str) -> (bool, Option<i32>) {
-    if !enabled(service) {
+    if !crate::service::incremental(service) {
         return (true, None);
     }
     let (active, pending) = (active(status), pending(status));

@@ -32,6 +32,7 @@ pub mod incremental;
 pub mod proxy_health;
 pub mod reconcile;
 pub mod serve;
+pub mod service;
 pub mod services;
 pub mod status;
 pub mod suspend;

@@ -16,8 +16,9 @@ use crate::{
     context::Ctx,
     dangling, incremental, proxy_health,
     serve::{self, ServeState},
+    service::cluster_name,
     services,
-    status::{self, Observed, cluster_name},
+    status::{self, Observed},
     suspend,
     validation::{self, Invalid},
 };
@@ -64,7 +65,7 @@ pub fn reconcile<H: Host>(host: &H, request: Request) -> Result<Outcome, Reconci
     if let Err(invalid) = validation::validate(&ctx.service) {
         return validation_failed(&ctx, &old, &invalid);
     }
-    if incremental::enabled(&ctx.service)
+    if crate::service::incremental(&ctx.service)
         && let Err(message) = incremental::read_gateway(&ctx)?
     {
         return gateway_api_missing(&ctx, &old, &message);
@@ -97,7 +98,7 @@ fn run<H: Host>(
     mut new: RayServiceStatuses,
 ) -> Result<Outcome, ReconcileError> {
     let (active, pending) = clusters(ctx, &new)?;
-    let incremental = incremental::enabled(&ctx.service);
+    let incremental = crate::service::incremental(&ctx.service);
     if incremental {
         incremental::rollback_state(ctx, &mut new, active.as_ref(), pending.as_ref());
     } else {

@@ -116,7 +116,7 @@ fn is_serving_port(name: &str) -> bool {
 /// named and labelled after the cluster (the HTTPRoute's backends), and a custom `serveService` is not used.
 pub fn serve_service<H: Host>(ctx: &Ctx<'_, H>, cluster: &RayCluster) -> Result<Service, String> {
     let cluster_name = cluster.metadata.name.clone().unwrap_or_default();
-    let incremental = crate::incremental::enabled(&ctx.service);
+    let incremental = crate::service::incremental(&ctx.service);
     let base = if incremental { &cluster_name } else { &ctx.name };
     let selector = string_map(&[(labels::RAY_CLUSTER, &cluster_name), (labels::RAY_SERVE, "true")]);
     let ours = string_map(&[

@@ -18,16 +18,10 @@ use crate::{
     conditions::{self, FALSE, TRUE, UNKNOWN},
     consts::{RECONCILE_ACTION, reason},
     context::Ctx,
-    duration, endpoints, incremental, services,
+    duration, endpoints, incremental,
+    service::cluster_name,
+    services,
 };
-
-/// The name of the cluster in a service status.
-pub fn cluster_name(status: &Option<RayServiceStatus>) -> String {
-    status
-        .as_ref()
-        .and_then(|s| s.ray_cluster_name.clone())
-        .unwrap_or_default()
-}
 
 /// What one reconcile found out about the clusters.
 pub struct Observed<'a> {
@@ -61,7 +55,7 @@ pub fn calculate<H: Host>(
     pending.ray_cluster_status = seen.pending.map(|c| c.status.clone().unwrap_or_default());
     pending.application_statuses = seen.pending_apps;
 
-    let incremental = incremental::enabled(&ctx.service);
+    let incremental = crate::service::incremental(&ctx.service);
     let mut pending_serving = false;
     let mut pending_cluster = seen.pending;
     if let Some((head, _)) = &seen.services {

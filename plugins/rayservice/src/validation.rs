@@ -98,7 +98,7 @@ fn spec(service: &RayService) -> Result<(), String> {
             "Spec.RayClusterDeletionDelaySeconds should be a non-negative integer, got {delay}"
         ));
     }
-    if crate::incremental::enabled(service) {
+    if crate::service::incremental(service) {
         upgrade_options(service)?;
     }
     Ok(())
