@@ -54,6 +54,9 @@ pub mod sandbox;
 pub(crate) mod server;
 pub mod telemetry;
 
+#[cfg(test)]
+mod layers;
+
 pub use kuberay_admission::policy;
 pub use kubernetes::rate_limit::ApiRateLimit;
 pub use operator::{
