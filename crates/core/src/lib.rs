@@ -13,10 +13,12 @@ mod metadata;
 pub mod ownership;
 pub mod selector;
 pub mod subset;
+mod wit;
 
 pub use error::{HostError, ReconcileError};
 pub use kind::Kind;
 pub use metadata::{Capability, PluginMetadata, Verb};
+pub use wit::{WIT_VERSION, wit_compatible};
 
 /// The result of a call to the host.
 pub type HostResult<T> = Result<T, HostError>;

@@ -28,9 +28,6 @@ use crate::{
 /// Longest plugin version kept (the rest is cut, with a note).
 const MAX_VERSION_TEXT: usize = 128;
 
-/// Major and minor version of the WIT package this host implements (`wit/plugin.wit`).
-pub const WIT_VERSION: (u64, u64) = (0, 1);
-
 /// Why a plugin file could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
@@ -293,18 +290,14 @@ fn convert_metadata(m: wit_reconciler::PluginMetadata) -> Result<PluginMetadata,
             m.name
         ));
     }
-    let mut parts = m.wit_version.split('.').map(str::parse::<u64>);
-    match (parts.next(), parts.next()) {
-        (Some(Ok(major)), Some(Ok(minor))) if major == WIT_VERSION.0 && minor <= WIT_VERSION.1 => {}
-        _ => {
-            return bad(format!(
-                "plugin {} was built against kuberay:plugin@{}; this host implements {}.{}",
-                m.name,
-                log_guard::escape(&m.wit_version, 64),
-                WIT_VERSION.0,
-                WIT_VERSION.1
-            ));
-        }
+    if !kuberay_plugin_sdk::wit_compatible(&m.wit_version) {
+        return bad(format!(
+            "plugin {} was built against kuberay:plugin@{}; this host implements {} (a plugin of the same \
+             major and an equal or older minor version loads)",
+            m.name,
+            log_guard::escape(&m.wit_version, 64),
+            kuberay_plugin_sdk::WIT_VERSION,
+        ));
     }
     let reconciles = kind(m.reconciles);
     if reconciles.version.is_empty() || reconciles.kind.is_empty() {

@@ -50,12 +50,9 @@ pub use typed::TypedHost;
 
 /// The vocabulary shared with the operator (`kuberay-core`), re-exported: plugins name only this crate.
 pub use kuberay_core::{
-    Capability, HostError, HostResult, Kind, PluginMetadata, ReconcileError, Verb, ownership, selector,
-    subset,
+    Capability, HostError, HostResult, Kind, PluginMetadata, ReconcileError, Verb, WIT_VERSION, ownership,
+    selector, subset, wit_compatible,
 };
-
-/// The version of the WIT package (`wit/plugin.wit`) this SDK implements.
-pub const WIT_VERSION: &str = "0.1.1";
 
 /// Re-exported so plugins use the same versions as the SDK.
 pub use {k8s_openapi, serde_json};
