@@ -140,7 +140,7 @@ impl Configuration {
             ("workerSidecarContainers", &self.worker_sidecar_containers),
         ] {
             for container in containers.iter().flatten() {
-                if !kuberay_admission::names::dns1123_label(&container.name) {
+                if !kuberay_plugin_sdk::syntax::is_dns1123_label(&container.name) {
                     return Err(format!(
                         "{field}: {:?} is not a container name (a DNS-1123 label)",
                         container.name

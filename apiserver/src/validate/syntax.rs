@@ -2,58 +2,9 @@
 //! `resource.ParseQuantity`), so that a bad value is refused with a message naming its field instead of
 //! surfacing later as a Pod the operator cannot create.
 
-/// Lower-case alphanumerics and `-`, starting with a letter, ending with an alphanumeric, at most 63
-/// characters: what RayCluster, RayJob and RayService names must be (their Services are named after them).
-pub(crate) fn is_dns1035_label(s: &str) -> bool {
-    let b = s.as_bytes();
-    b.first().is_some_and(u8::is_ascii_lowercase) && is_dns_label_body(b)
-}
-
-/// A DNS-1123 label: like [`is_dns1035_label`] but it may start with a digit.
-pub(crate) fn is_dns1123_label(s: &str) -> bool {
-    let b = s.as_bytes();
-    b.first()
-        .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && is_dns_label_body(b)
-}
-
-fn is_dns_label_body(b: &[u8]) -> bool {
-    b.len() <= 63
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-        && b.last()
-            .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-}
-
-/// Dot-separated DNS-1123 labels, at most 253 characters (ConfigMap names, label-key prefixes).
-pub(crate) fn is_dns1123_subdomain(s: &str) -> bool {
-    s.len() <= 253 && s.split('.').all(is_dns1123_label)
-}
-
-/// A label value: empty, or at most 63 alphanumerics, `-`, `_` and `.`, starting and ending with an
-/// alphanumeric.
-pub(crate) fn is_label_value(s: &str) -> bool {
-    s.is_empty() || is_label_name(s)
-}
-
-fn is_label_name(s: &str) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && b.len() <= 63
-        && b.first().is_some_and(u8::is_ascii_alphanumeric)
-        && b.last().is_some_and(u8::is_ascii_alphanumeric)
-        && b.iter()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
-}
-
-/// A label or annotation key, or an extended resource name: `[prefix/]name`, the prefix a DNS-1123
-/// subdomain.
-pub(crate) fn is_qualified_name(s: &str) -> bool {
-    match s.split_once('/') {
-        Some((prefix, name)) => is_dns1123_subdomain(prefix) && is_label_name(name),
-        None => is_label_name(s),
-    }
-}
+pub(crate) use kuberay_plugin_sdk::syntax::{
+    is_dns1035_label, is_dns1123_label, is_dns1123_subdomain, is_label_value, is_qualified_name,
+};
 
 /// A non-negative Kubernetes quantity: a decimal number (`1`, `0.5`, `.5`, `1.`) followed by one binary
 /// (`Ki`…`Ei`) or decimal (`n`, `u`, `m`, `k`, `M`…`E`) suffix or a decimal exponent (`e3`, `E-2`).

@@ -4,7 +4,10 @@
 //! server's own (apimachinery's `IsDNS1123Subdomain`, `IsDNS1123Label`, `IsQualifiedName`,
 //! `IsValidLabelValue` and the path-segment rule), so a well-formed object never trips them.
 
-use kuberay_core::Kind;
+use kuberay_core::{
+    Kind,
+    syntax::{is_dns1123_label, is_dns1123_subdomain, is_label_value, is_qualified_name},
+};
 
 /// Why a name was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -23,45 +26,6 @@ fn fail(what: &'static str, value: &str, rule: &'static str) -> Checked {
     Err(InvalidName { what, value, rule })
 }
 
-fn is_label_char(c: char) -> bool {
-    c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'
-}
-
-/// RFC 1123 label: 1-63 lowercase alphanumerics or '-', starting and ending alphanumeric.
-pub fn dns1123_label(value: &str) -> bool {
-    !value.is_empty()
-        && value.len() <= 63
-        && value.chars().all(is_label_char)
-        && !value.starts_with('-')
-        && !value.ends_with('-')
-}
-
-/// RFC 1123 subdomain: dot-separated labels, at most 253 characters.
-fn dns1123_subdomain(value: &str) -> bool {
-    !value.is_empty() && value.len() <= 253 && value.split('.').all(dns1123_label)
-}
-
-/// A label value or the name part of a qualified name: up to 63 alphanumerics, '-', '_' or '.', starting and
-/// ending alphanumeric (empty allowed for values only).
-fn label_value(value: &str) -> bool {
-    value.is_empty()
-        || (value.len() <= 63
-            && value
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-            && value.starts_with(|c: char| c.is_ascii_alphanumeric())
-            && value.ends_with(|c: char| c.is_ascii_alphanumeric()))
-}
-
-/// A label key: an optional DNS-1123 subdomain prefix and '/', then a non-empty name.
-fn qualified_name(value: &str) -> bool {
-    let (prefix, name) = match value.split_once('/') {
-        Some((prefix, name)) => (Some(prefix), name),
-        None => (None, value),
-    };
-    prefix.is_none_or(dns1123_subdomain) && !name.is_empty() && label_value(name)
-}
-
 /// The name of an object of `kind`. Most kinds need a DNS-1123 subdomain; RBAC objects may use any path
 /// segment (`system:controller:x`), as the API server allows.
 pub fn object_name(kind: &Kind, name: &str) -> Checked {
@@ -78,7 +42,7 @@ pub fn object_name(kind: &Kind, name: &str) -> Checked {
             fail("name", name, "must be a path segment (no '/', '%', '.' or '..')")
         };
     }
-    if dns1123_subdomain(name) {
+    if is_dns1123_subdomain(name) {
         Ok(())
     } else {
         fail(
@@ -92,10 +56,10 @@ pub fn object_name(kind: &Kind, name: &str) -> Checked {
 /// A kind as a plugin names it: group a DNS-1123 subdomain (or empty for the core API), version a DNS-1123
 /// label, kind an alphanumeric identifier starting with a letter (what the API server accepts for CRDs).
 pub fn kind(kind: &Kind) -> Checked {
-    if !kind.group.is_empty() && !dns1123_subdomain(&kind.group) {
+    if !kind.group.is_empty() && !is_dns1123_subdomain(&kind.group) {
         return fail("API group", &kind.group, "must be a DNS-1123 subdomain");
     }
-    if !dns1123_label(&kind.version) {
+    if !is_dns1123_label(&kind.version) {
         return fail("API version", &kind.version, "must be a DNS-1123 label");
     }
     let valid_kind = kind.kind.len() <= 63
@@ -114,7 +78,7 @@ pub fn kind(kind: &Kind) -> Checked {
 
 /// The name of a namespace.
 pub fn namespace(name: &str) -> Checked {
-    if dns1123_label(name) {
+    if is_dns1123_label(name) {
         Ok(())
     } else {
         fail("namespace", name, "must be a DNS-1123 label")
@@ -123,10 +87,10 @@ pub fn namespace(name: &str) -> Checked {
 
 /// A label: the key a qualified name (optional DNS-1123 subdomain prefix and '/'), the value a label value.
 pub fn label(key: &str, value: &str) -> Checked {
-    if !qualified_name(key) {
+    if !is_qualified_name(key) {
         return fail("label key", key, "must be a qualified name");
     }
-    if !label_value(value) {
+    if !is_label_value(value) {
         return fail(
             "label value",
             value,
@@ -138,7 +102,7 @@ pub fn label(key: &str, value: &str) -> Checked {
 
 /// A finalizer: a qualified name, as the API server requires (`ray.io/rayjob-finalizer`).
 pub fn finalizer(value: &str) -> Checked {
-    if qualified_name(value) {
+    if is_qualified_name(value) {
         Ok(())
     } else {
         fail("finalizer", value, "must be a qualified name")
@@ -175,15 +139,15 @@ fn requirement(part: &str) -> bool {
             let Some(inner) = values.strip_prefix('(').and_then(|v| v.strip_suffix(')')) else {
                 return false;
             };
-            return qualified_name(key.trim()) && inner.split(',').all(|v| label_value(v.trim()));
+            return is_qualified_name(key.trim()) && inner.split(',').all(|v| is_label_value(v.trim()));
         }
     }
     for operator in ["!=", "==", "="] {
         if let Some((key, value)) = part.split_once(operator) {
-            return qualified_name(key.trim()) && label_value(value.trim());
+            return is_qualified_name(key.trim()) && is_label_value(value.trim());
         }
     }
-    qualified_name(part.strip_prefix('!').unwrap_or(part).trim())
+    is_qualified_name(part.strip_prefix('!').unwrap_or(part).trim())
 }
 
 /// A label selector in its string form, every key a qualified name and every value a label value.

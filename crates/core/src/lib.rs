@@ -13,6 +13,7 @@ mod metadata;
 pub mod ownership;
 pub mod selector;
 pub mod subset;
+pub mod syntax;
 mod wit;
 
 pub use error::{HostError, ReconcileError};

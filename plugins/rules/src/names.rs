@@ -155,20 +155,7 @@ fn splitmix(mut x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
-/// RFC 1035 labels (`k8s.io/apimachinery` `IsDNS1035Label`): lower-case alphanumerics and `-`, starting
-/// with a letter, ending alphanumeric, at most 63 bytes.
-pub fn is_dns1035_label(s: &str) -> bool {
-    let bytes = s.as_bytes();
-    !bytes.is_empty()
-        && bytes.len() <= 63
-        && bytes[0].is_ascii_lowercase()
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
-        && bytes
-            .last()
-            .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-}
+pub use kuberay_plugin_sdk::syntax::is_dns1035_label;
 
 /// The first `max` bytes (on a character boundary), as KubeRay's `prefix[:50]` does for ASCII names.
 fn cut_front(s: &str, max: usize) -> &str {

@@ -1,7 +1,10 @@
-//! The Kubernetes name and label syntaxes KubeRay checks (`k8s.io/apimachinery/pkg/util/validation`), with
-//! the error messages it prints when one fails.
+//! The Kubernetes name and label syntaxes KubeRay checks (`k8s.io/apimachinery/pkg/util/validation`; the
+//! predicates are `kuberay_core::syntax`'s, shared with the operator), with the error messages KubeRay
+//! prints when one fails.
 
-pub use crate::names::is_dns1035_label;
+pub use kuberay_plugin_sdk::syntax::{
+    is_dns1035_label, is_dns1123_subdomain, is_label_name, is_label_value, is_qualified_name,
+};
 
 /// The pattern of a DNS-1035 label, as Kubernetes' messages quote it.
 const DNS1035_LABEL_FORMAT: &str = "[a-z]([-a-z0-9]*[a-z0-9])?";
@@ -39,63 +42,9 @@ fn matches_dns1035_format(value: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
 }
 
-/// A label name (the part of a key after any prefix): alphanumerics, `-`, `_` and `.`, starting and
-/// ending alphanumeric, at most 63 bytes.
-pub fn is_label_name(s: &str) -> bool {
-    let bytes = s.as_bytes();
-    !bytes.is_empty()
-        && bytes.len() <= 63
-        && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
-        && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-}
-
-/// A DNS-1123 subdomain: dot-separated lower-case alphanumeric labels with inner `-`, at most 253 bytes.
-pub fn is_dns1123_subdomain(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 253
-        && s.split('.').all(|part| {
-            let bytes = part.as_bytes();
-            !bytes.is_empty()
-                && bytes
-                    .iter()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
-                && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
-                && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
-        })
-}
-
-/// A qualified name (a label key): a label name with an optional DNS-1123 subdomain prefix and `/`.
-pub fn is_qualified_name(s: &str) -> bool {
-    match s.split_once('/') {
-        Some((prefix, name)) => is_dns1123_subdomain(prefix) && is_label_name(name),
-        None => is_label_name(s),
-    }
-}
-
-/// A label value: empty, or a label name.
-pub fn is_label_value(s: &str) -> bool {
-    s.is_empty() || is_label_name(s)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn names_and_labels_follow_kubernetes_syntax() {
-        assert!(is_qualified_name("ray.io/accelerator-type"));
-        assert!(is_qualified_name("zone"));
-        assert!(!is_qualified_name("bad key"));
-        assert!(!is_qualified_name("Bad.Prefix/x"));
-        assert!(!is_qualified_name("a/b/c"));
-        assert!(is_label_value(""));
-        assert!(is_label_value("v1.2_3-x"));
-        assert!(!is_label_value("-x"));
-        assert!(!is_label_value(&"x".repeat(64)));
-    }
 
     #[test]
     fn dns1035_errors_are_kubernetes_messages() {

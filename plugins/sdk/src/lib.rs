@@ -51,7 +51,7 @@ pub use typed::TypedHost;
 /// The vocabulary shared with the operator (`kuberay-core`), re-exported: plugins name only this crate.
 pub use kuberay_core::{
     Capability, HostError, HostResult, Kind, PluginMetadata, ReconcileError, Verb, WIT_VERSION, ownership,
-    selector, subset, wit_compatible,
+    selector, subset, syntax, wit_compatible,
 };
 
 /// Re-exported so plugins use the same versions as the SDK.
