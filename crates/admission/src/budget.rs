@@ -14,6 +14,8 @@
 
 use std::{sync::Mutex, time::Instant};
 
+use kuberay_core::Kind;
+
 /// Largest object (JSON text) a plugin may create or apply: etcd's default request limit.
 pub const MAX_OBJECT_BYTES: usize = 1536 * 1024;
 /// Largest label selector.
@@ -32,6 +34,49 @@ pub const MAX_RAY_PATH_BYTES: usize = 4096;
 /// Headers of a request to a Ray head, and their total size.
 pub const MAX_RAY_HEADERS: usize = 32;
 pub const MAX_RAY_HEADER_BYTES: usize = 16 << 10;
+
+/// A size check of something a plugin passed to a host call: what it is, its size and its limit.
+pub type Input = (&'static str, usize, usize);
+
+/// The size check of a kind (its longest part).
+pub fn kind_input(kind: &Kind) -> Input {
+    let len = kind.group.len().max(kind.version.len()).max(kind.kind.len());
+    ("kind", len, MAX_NAME_BYTES)
+}
+
+/// The size checks of an event: its note, reason and action, and the kind and name of the object it is
+/// also about.
+pub fn event_inputs(note: &str, reason: &str, action: &str, related: Option<(&Kind, &str)>) -> Vec<Input> {
+    let mut inputs = vec![
+        ("event note", note.len(), MAX_EVENT_NOTE_BYTES),
+        ("event reason", reason.len(), MAX_EVENT_REASON_BYTES),
+        ("event action", action.len(), MAX_EVENT_REASON_BYTES),
+    ];
+    if let Some((kind, name)) = related {
+        inputs.push(kind_input(kind));
+        inputs.push(("related name", name.len(), MAX_NAME_BYTES));
+    }
+    inputs
+}
+
+/// The size checks of a request to a Ray head: cluster name, method, path, body and headers.
+pub fn ray_inputs(
+    cluster: &str,
+    method: &str,
+    path: &str,
+    body: usize,
+    headers: &[(String, String)],
+) -> [Input; 6] {
+    let header_bytes = headers.iter().map(|(k, v)| k.len() + v.len()).sum();
+    [
+        ("cluster name", cluster.len(), MAX_NAME_BYTES),
+        ("method", method.len(), 16),
+        ("path", path.len(), MAX_RAY_PATH_BYTES),
+        ("request body", body, MAX_RAY_BODY_BYTES),
+        ("header count", headers.len(), MAX_RAY_HEADERS),
+        ("headers", header_bytes, MAX_RAY_HEADER_BYTES),
+    ]
+}
 
 /// How much one call (one reconcile or cleanup) may ask of the host, and (`rates`) how much all of a
 /// plugin's calls together may ask over time.
@@ -219,6 +264,13 @@ impl Usage {
             );
         }
         Ok(())
+    }
+
+    /// Checks the sizes of what the plugin passed, in order; the first breach ends the check.
+    pub fn inputs(&mut self, inputs: &[Input]) -> Result<(), Exceeded> {
+        inputs
+            .iter()
+            .try_for_each(|(what, len, max)| self.input(what, *len, *max))
     }
 
     /// Charges the bytes of an object or status to write: to this call's budget, then to the plugin's rate

@@ -112,8 +112,14 @@ impl Gate {
 
     /// Checks the parts of a kind the plugin passed.
     fn kind_input(&mut self, kind: &Kind) -> Result<(), HostError> {
-        let len = kind.group.len().max(kind.version.len()).max(kind.kind.len());
-        self.input("kind", len, budget::MAX_NAME_BYTES)
+        let (what, len, max) = budget::kind_input(kind);
+        self.input(what, len, max)
+    }
+
+    /// Checks the sizes of what the plugin passed.
+    fn inputs(&mut self, inputs: &[budget::Input]) -> Result<(), HostError> {
+        let checked = self.usage.inputs(inputs);
+        self.breach(checked)
     }
 
     /// A refusal unless the grant allows `verb` on `kind`.
@@ -251,13 +257,13 @@ impl Gate {
 
     pub(crate) async fn record_event(&mut self, event: Event) -> Result<(), HostError> {
         self.spend(Cost::Event)?;
-        self.input("event note", event.note.len(), budget::MAX_EVENT_NOTE_BYTES)?;
-        self.input("event reason", event.reason.len(), budget::MAX_EVENT_REASON_BYTES)?;
-        self.input("event action", event.action.len(), budget::MAX_EVENT_REASON_BYTES)?;
-        if let Some((kind, name)) = &event.related {
-            self.kind_input(kind)?;
-            self.input("related name", name.len(), budget::MAX_NAME_BYTES)?;
-        }
+        let related = event.related.as_ref().map(|(kind, name)| (kind, name.as_str()));
+        self.inputs(&budget::event_inputs(
+            &event.note,
+            &event.reason,
+            &event.action,
+            related,
+        ))?;
         let kind = self.ctx.primary_kind.clone();
         let call = self.ctx.host.record_event(event);
         self.granted("record-event", Verb::RecordEvent, &kind, call).await
@@ -280,13 +286,13 @@ impl Gate {
 
     /// Checks the sizes of a Ray request's parts.
     fn ray_input(&mut self, request: &RayRequest) -> Result<(), HostError> {
-        self.input("cluster name", request.cluster.len(), budget::MAX_NAME_BYTES)?;
-        self.input("method", request.method.len(), 16)?;
-        self.input("path", request.path.len(), budget::MAX_RAY_PATH_BYTES)?;
-        self.input("request body", request.body.len(), budget::MAX_RAY_BODY_BYTES)?;
-        self.input("header count", request.headers.len(), budget::MAX_RAY_HEADERS)?;
-        let header_bytes = request.headers.iter().map(|(k, v)| k.len() + v.len()).sum();
-        self.input("headers", header_bytes, budget::MAX_RAY_HEADER_BYTES)
+        self.inputs(&budget::ray_inputs(
+            &request.cluster,
+            &request.method,
+            &request.path,
+            request.body.len(),
+            &request.headers,
+        ))
     }
 
     /// A log line of the plugin, within its log rate, escaped.

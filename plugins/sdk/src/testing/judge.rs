@@ -17,7 +17,7 @@ use std::{
 
 use kuberay_admission::{
     Admission, Cluster, Key, Primary,
-    budget::{self, Cost, TokenBucket, Usage},
+    budget::{self, Cost, Input, TokenBucket, Usage},
     policy::{
         Grant, Policy, check_grant,
         native::{PluginGrant, grant_for_plugin},
@@ -205,24 +205,10 @@ impl Judge {
     /// A call's cost against its budget and the sizes of what the plugin passed (`inputs`, each with its
     /// limit), in the order the operator's gate checks them; the grant check comes after
     /// ([`Self::granted`]), once the call's bytes are charged.
-    pub(super) fn spend(
-        &self,
-        cost: Cost,
-        kind: Option<&Kind>,
-        inputs: &[(&'static str, usize, usize)],
-    ) -> Result<(), HostError> {
+    pub(super) fn spend(&self, cost: Cost, inputs: &[Input]) -> Result<(), HostError> {
         let mut usage = self.usage.borrow_mut();
         usage.charge(cost).map_err(exceeded)?;
-        if let Some(kind) = kind {
-            let len = kind.group.len().max(kind.version.len()).max(kind.kind.len());
-            usage
-                .input("kind", len, budget::MAX_NAME_BYTES)
-                .map_err(exceeded)?;
-        }
-        for (what, len, max) in inputs {
-            usage.input(what, *len, *max).map_err(exceeded)?;
-        }
-        Ok(())
+        usage.inputs(inputs).map_err(exceeded)
     }
 
     /// The grant check of `verb` on `kind`.

@@ -20,10 +20,7 @@ use std::{
 
 use kuberay_admission::{
     Admission, Intent,
-    budget::{
-        Cost, MAX_EVENT_NOTE_BYTES, MAX_EVENT_REASON_BYTES, MAX_NAME_BYTES, MAX_RAY_BODY_BYTES,
-        MAX_RAY_HEADER_BYTES, MAX_RAY_HEADERS, MAX_RAY_PATH_BYTES, MAX_SELECTOR_BYTES,
-    },
+    budget::{Cost, Input, MAX_NAME_BYTES, MAX_SELECTOR_BYTES, event_inputs, kind_input, ray_inputs},
 };
 use serde_json::{Value, json};
 
@@ -180,14 +177,14 @@ impl FakeHost {
         &self,
         verb: Verb,
         kind: &Kind,
-        inputs: &[(&'static str, usize, usize)],
+        inputs: &[Input],
         written: Option<(&'static str, &Value)>,
         intent: impl FnOnce() -> Intent,
     ) -> Result<(), HostError> {
         let Some(judge) = &self.judge else {
             return Ok(());
         };
-        judge.spend(Cost::Write, None, inputs)?;
+        judge.spend(Cost::Write, inputs)?;
         if let Some((what, value)) = written {
             judge.write_bytes(what, value)?;
         }
@@ -615,7 +612,8 @@ impl Host for FakeHost {
     fn get(&self, kind: &Kind, name: &str) -> Result<Option<Value>, HostError> {
         self.granted("get", Verb::Get, kind)?;
         if let Some(judge) = &self.judge {
-            judge.spend(Cost::Read, Some(kind), &[("name", name.len(), MAX_NAME_BYTES)])?;
+            let size = ("name", name.len(), MAX_NAME_BYTES);
+            judge.spend(Cost::Read, &[kind_input(kind), size])?;
             judge.granted(Verb::Get, kind)?;
             return judge::run(self.admission(judge)?.get(kind, name));
         }
@@ -644,7 +642,7 @@ impl Host for FakeHost {
         self.granted("list", Verb::List, kind)?;
         if let Some(judge) = &self.judge {
             let selector = ("label selector", label_selector.len(), MAX_SELECTOR_BYTES);
-            judge.spend(Cost::Read, Some(kind), &[selector])?;
+            judge.spend(Cost::Read, &[kind_input(kind), selector])?;
             judge.granted(Verb::List, kind)?;
             let items = judge::run(self.admission(judge)?.list(kind, label_selector))?;
             judge.list_items(items.len())?;
@@ -764,11 +762,7 @@ impl Host for FakeHost {
     fn delete(&self, kind: &Kind, name: &str, uid: Option<&str>) -> Result<(), HostError> {
         self.granted("delete", Verb::Delete, kind)?;
         let inputs = [
-            (
-                "kind",
-                kind.group.len().max(kind.version.len()).max(kind.kind.len()),
-                MAX_NAME_BYTES,
-            ),
+            kind_input(kind),
             ("name", name.len(), MAX_NAME_BYTES),
             ("uid", uid.map_or(0, str::len), MAX_NAME_BYTES),
         ];
@@ -867,15 +861,9 @@ impl Host for FakeHost {
     fn record_event(&self, event: &Event) -> Result<(), HostError> {
         self.granted("record-event", Verb::RecordEvent, &self.primary_kind)?;
         if let Some(judge) = &self.judge {
-            let mut inputs = vec![
-                ("event note", event.note.len(), MAX_EVENT_NOTE_BYTES),
-                ("event reason", event.reason.len(), MAX_EVENT_REASON_BYTES),
-                ("event action", event.action.len(), MAX_EVENT_REASON_BYTES),
-            ];
-            if let Some((_, name)) = &event.related {
-                inputs.push(("related name", name.len(), MAX_NAME_BYTES));
-            }
-            judge.spend(Cost::Event, event.related.as_ref().map(|(k, _)| k), &inputs)?;
+            let related = event.related.as_ref().map(|(kind, name)| (kind, name.as_str()));
+            let inputs = event_inputs(&event.note, &event.reason, &event.action, related);
+            judge.spend(Cost::Event, &inputs)?;
             judge.granted(Verb::RecordEvent, &self.primary_kind)?;
         }
         self.events.borrow_mut().push(event.clone());
@@ -888,16 +876,14 @@ impl Host for FakeHost {
 
     fn ray(&self, request: &RayRequest) -> Result<RayResponse, HostError> {
         if let Some(judge) = &self.judge {
-            let header_bytes = request.headers.iter().map(|(k, v)| k.len() + v.len()).sum();
-            let inputs = [
-                ("cluster name", request.cluster.len(), MAX_NAME_BYTES),
-                ("method", request.method.len(), 16),
-                ("path", request.path.len(), MAX_RAY_PATH_BYTES),
-                ("request body", request.body.len(), MAX_RAY_BODY_BYTES),
-                ("header count", request.headers.len(), MAX_RAY_HEADERS),
-                ("headers", header_bytes, MAX_RAY_HEADER_BYTES),
-            ];
-            judge.spend(Cost::Read, None, &inputs)?;
+            let inputs = ray_inputs(
+                &request.cluster,
+                &request.method,
+                &request.path,
+                request.body.len(),
+                &request.headers,
+            );
+            judge.spend(Cost::Read, &inputs)?;
             judge.ray_heads()?;
         }
         match self.ray.borrow_mut().as_mut() {
