@@ -253,21 +253,21 @@ fn delete_when_finished(head: &RayHead<'_, Transport>, id: &str) -> Result<Delet
             Err(RayError::Status { status, body, .. }) if status >= 500 => body,
             Err(e) => return Err(e),
         };
+        // Another failure of the head than a job not finished: Ray's own error.
+        if !refusal.contains("non-terminal") {
+            return Err(RayError::Status {
+                call: "DeleteJob",
+                status: 500,
+                body: refusal,
+            });
+        }
         match head.job_info(id)? {
             None => return Ok(Deleted::NotFound),
-            // Finished by now: delete it again at once.
-            Some(info) if info.status.is_terminal() => {}
-            // Another failure of the head than a job not finished: Ray's own error.
-            Some(_) if !refusal.contains("non-terminal") => {
-                return Err(RayError::Status {
-                    call: "DeleteJob",
-                    status: 500,
-                    body: refusal,
-                });
-            }
-            Some(_) if Instant::now() >= deadline => {
+            _ if Instant::now() >= deadline => {
                 return Ok(Deleted::NotFinished(not_finished_reason(&refusal).to_string()));
             }
+            // Finished by now: delete it again at once.
+            Some(info) if info.status.is_terminal() => {}
             Some(_) => std::thread::sleep(DELETE_POLL),
         }
     }

@@ -113,9 +113,10 @@ impl FakeHost {
         }
     }
 
-    /// A host reconciling `primary` for plugin `P`: the plugin's declared finalizer is the one it may set,
-    /// and a call of a verb it did not declare on a kind (its metadata's `capabilities`) is refused, as the
-    /// operator refuses it: no grant holds more than the plugin asked for.
+    /// A host reconciling `primary` for plugin `P`, judging every call as the operator does (see the module
+    /// docs): a verb the plugin did not declare, or its grant under the built-in policy does not hold, is
+    /// refused, and so is every read and write the operator's admission refuses. Its configuration is the
+    /// policy entry's (`config`; none for a plugin the policy does not name).
     pub fn for_plugin<P: Plugin>(primary: Value) -> Self {
         let metadata = P::metadata();
         let judge = Judge::new(&metadata);
