@@ -54,3 +54,28 @@ fn the_validator_rejects_a_broken_document() {
         String::from_utf8_lossy(&output.stdout)
     );
 }
+
+#[test]
+fn the_swagger_documents_pass_openapi_spec_validator_as_swagger_2() {
+    let document = kuberay_apiserver::openapi::document(serde_json::Map::new()).unwrap();
+    let documents = kuberay_apiserver::openapi::swagger2::documents(&document).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    for (name, document) in &documents {
+        let file = dir.path().join(format!("{name}.swagger.json"));
+        std::fs::write(&file, serde_json::to_vec_pretty(document).unwrap()).unwrap();
+        files.push(file);
+    }
+    let output = Command::new(validator())
+        .args(["--schema", "2.0", "--validation-errors", "all"])
+        .args(&files)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "openapi-spec-validator failed:\n{stdout}\n{stderr}"
+    );
+    assert_eq!(stdout.matches("OK").count(), files.len(), "{stdout}\n{stderr}");
+}

@@ -8,6 +8,7 @@
 
 mod comments;
 mod schema;
+pub mod swagger2;
 
 use prost_reflect::{DescriptorPool, FieldDescriptor, Kind, MessageDescriptor};
 use serde_json::{Map, Value, json};

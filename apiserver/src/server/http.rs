@@ -1,13 +1,14 @@
 //! The REST port: KubeRay's `/apis/v1/...` routes (the gateway, as in-process gRPC calls), the `ray.io/v1`
-//! pass-through, `/openapi.json`, `/healthz`, `/readyz` and `/metrics`; with CORS when configured and a
+//! pass-through, `/openapi.json` (and KubeRay's Swagger 2.0 documents at `/swagger/<file>.swagger.json`),
+//! `/healthz`, `/readyz` and `/metrics`; with CORS when configured and a
 //! request body limit (a larger body is a 413 with the API's error body, whatever its framing).
 
-use std::{convert::Infallible, sync::Arc};
+use std::{collections::BTreeMap, convert::Infallible, sync::Arc};
 
 use axum::{
     Router,
     body::Body,
-    extract::{Request, State},
+    extract::{Path, Request, State},
     response::{IntoResponse, Response},
     routing::get,
 };
@@ -32,6 +33,8 @@ pub struct RestState {
     pub readiness: Readiness,
     pub metrics: Metrics,
     pub openapi: Arc<String>,
+    /// The Swagger 2.0 documents by name (`cluster`, ..., `kuberay_api`), served as `/swagger/<name>.swagger.json`.
+    pub swagger: Arc<BTreeMap<String, String>>,
     pub max_body: usize,
 }
 
@@ -49,6 +52,7 @@ pub fn service(
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .route("/openapi.json", get(openapi))
+        .route("/swagger/{file}", get(swagger))
         .fallback(dispatch)
         .with_state(state);
     let cors = cors_origin.map(cors).transpose()?;
@@ -118,6 +122,26 @@ async fn openapi(State(state): State<RestState>) -> Response {
     )
         .into_response();
     labelled("/openapi.json", response)
+}
+
+/// `/swagger/<name>.swagger.json`, KubeRay's paths of its Swagger 2.0 documents.
+async fn swagger(State(state): State<RestState>, Path(file): Path<String>) -> Response {
+    let document = file
+        .strip_suffix(".swagger.json")
+        .and_then(|name| state.swagger.get(name));
+    let response = match document {
+        Some(document) => ([(header::CONTENT_TYPE, "application/json")], document.clone()).into_response(),
+        None => {
+            let known: Vec<String> = state
+                .swagger
+                .keys()
+                .map(|n| format!("{n}.swagger.json"))
+                .collect();
+            let message = format!("no Swagger document {file:?}; there are {}", known.join(", "));
+            (StatusCode::NOT_FOUND, message).into_response()
+        }
+    };
+    labelled("/swagger", response)
 }
 
 /// Everything else: the pass-through for Kubernetes-shaped paths, the gateway for the rest.

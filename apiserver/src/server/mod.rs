@@ -119,6 +119,8 @@ pub async fn run(
     )
     .await?;
     let readiness = health::Readiness::new();
+    let document =
+        openapi::document(passthrough::openapi_paths()).context("generating the OpenAPI document")?;
     let rest = http::RestState {
         gateway: Arc::new(
             Gateway::new()
@@ -129,10 +131,13 @@ pub async fn run(
         auth,
         readiness: readiness.clone(),
         metrics: metrics.clone(),
-        openapi: Arc::new(
-            openapi::document(passthrough::openapi_paths())
-                .context("generating the OpenAPI document")?
-                .to_string(),
+        openapi: Arc::new(document.to_string()),
+        swagger: Arc::new(
+            openapi::swagger2::documents(&document)
+                .context("generating the Swagger documents")?
+                .into_iter()
+                .map(|(name, document)| (name, document.to_string()))
+                .collect(),
         ),
         max_body: config.max_request_bytes,
     };

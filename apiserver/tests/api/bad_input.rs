@@ -186,6 +186,20 @@ async fn bad_requests_get_a_clear_4xx_and_leave_nothing_behind() {
         "a service replaced under another name: {status} {answer}"
     );
 
+    // KubeRay's Swagger 2.0 documents at its paths; an unknown one is a 404 naming those there are.
+    let swagger = expect(rest.get("/swagger/cluster.swagger.json").await, 200);
+    assert_eq!(swagger["swagger"], "2.0", "{swagger}");
+    assert!(swagger["paths"]["/apis/v1/namespaces/{namespace}/clusters"]["post"].is_object());
+    let all = expect(rest.get("/swagger/kuberay_api.swagger.json").await, 200);
+    assert!(all["paths"]["/apis/v1/namespaces/{namespace}/jobs"].is_object());
+    let missing = expect(rest.get("/swagger/nothing.swagger.json").await, 404);
+    assert!(
+        missing
+            .as_str()
+            .is_some_and(|m| m.contains("cluster.swagger.json")),
+        "{missing}"
+    );
+
     // Nothing was created by any of them: no Ray object, and no ConfigMap but the template.
     let admin = env.client().await.unwrap();
     let everything = ListParams::default();
