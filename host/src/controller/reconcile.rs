@@ -16,7 +16,7 @@ use crate::{
     kubernetes::{compact::CachedObject, to_json},
     metrics::{ErrorLabels, KindLabels, ReconcileLabels, ReconcileResult},
     plugin_host::{PluginHost, Primary},
-    sandbox::{CallFailure, Export, PluginSlot},
+    sandbox::{CallFailure, Export, LoadedPlugin, PluginSlot},
 };
 
 /// A plugin's requeue hint is kept within these bounds: a zero would spin, and a huge one would overflow the
@@ -56,6 +56,13 @@ fn retry(attempt: u32) -> (Action, ReconcileResult) {
     (Action::requeue(backoff::delay(attempt)), ReconcileResult::Error)
 }
 
+/// What stops a reconcile early: its action and result.
+type Early = (Action, ReconcileResult);
+
+/// One reconcile of one object, in named stages: [`One::plugin`] (which serves the kind),
+/// [`One::current`] (the object as the plugin sees it, read once and passed along), [`export_for`]
+/// (reconcile, cleanup, or nothing), [`One::call`], [`One::record`] (metrics) and [`One::outcome`]
+/// (the next action, and what is reported).
 async fn reconcile_one(
     object: &CachedObject,
     ctx: &KindContext,
@@ -68,134 +75,202 @@ async fn reconcile_one(
         return done();
     };
     let started = Instant::now();
-    let key = format!("{}/{namespace}/{name}", ctx.kind);
-    let plugin = match shared.sandbox.plugin_for(&ctx.kind) {
-        Some(PluginSlot::Ready(plugin)) => plugin,
-        Some(PluginSlot::Unavailable { plugin, reason }) => {
-            let attempt = shared.failures.record(&key);
-            report::failure(
-                shared,
-                &ctx.kind,
-                &plugin,
-                object,
-                "PluginUnavailable",
-                &reason,
-                attempt,
-            )
-            .await;
-            return retry(attempt);
-        }
-        None => return done(),
+    let one = One {
+        ctx,
+        object,
+        namespace,
+        name,
+        key: format!("{}/{namespace}/{name}", ctx.kind),
     };
-    // The policy entry's name (the plugin had to call itself that to load).
-    let plugin_name = plugin.grant.entry.clone();
-
-    // The plugin sees the object with the host's own recent writes (status, finalizers) applied.
-    let current = match shared.bridge.read(&ctx.kind, namespace, name).await {
-        Ok(Some(current)) => current,
-        Ok(None) => {
-            // Gone: nothing to remember about it.
-            shared.failures.reset(&key);
-            return done();
-        }
-        Err(_) => match to_json(object) {
-            Ok(value) => value,
-            Err(_) => return retry(1),
-        },
+    let plugin = match one.plugin().await {
+        Ok(plugin) => plugin,
+        Err(early) => return early,
     };
-    // The plugin sees its object without the host's own condition.
-    let mut for_plugin = current.clone();
-    strip_host_condition(&mut for_plugin);
-    let export = if current.pointer("/metadata/deletionTimestamp").is_some() {
-        let finalizers = current.pointer("/metadata/finalizers").and_then(Value::as_array);
-        match &plugin.grant.finalizer {
-            Some(f) if finalizers.is_some_and(|all| all.iter().any(|x| x == f)) => Export::Cleanup,
-            _ => return done(),
-        }
-    } else {
-        Export::Reconcile
+    let current = match one.current().await {
+        Ok(current) => current,
+        Err(early) => return early,
+    };
+    let Some(export) = export_for(&current, &plugin) else {
+        return done();
     };
     // The kind must resolve (it is served by the API server) before a plugin works on its objects.
     if shared.bridge.discovery.resolve(&ctx.kind).await.is_err() {
         return retry(1);
     }
-    let primary = Primary {
-        kind: ctx.kind.clone(),
-        namespace: namespace.to_string(),
-        name: name.to_string(),
-        uid: object.uid().unwrap_or_default(),
-    };
-    let admission = Admission::new(
-        shared.bridge.clone(),
-        primary,
-        plugin.grant.clone(),
-        &plugin_name,
-        plugin.grant.finalizer.clone(),
-    );
-    let host = Arc::new(PluginHost::new(admission, shared.ray.clone()));
-    let attempt = shared.failures.get(&key);
-    let context = shared
-        .sandbox
-        .context(&plugin, format!("{namespace}/{name}"), host);
-    let result = shared
-        .sandbox
-        .call(&plugin, context, export, for_plugin.to_string(), attempt)
-        .await;
+    let result = one.call(&plugin, &current, export).await;
+    // The policy entry's name (the plugin had to call itself that to load).
+    let plugin_name = &plugin.grant.entry;
+    one.record(plugin_name, started, result.is_ok());
+    one.outcome(plugin_name, &current, export, result).await
+}
 
-    let kind_label = ctx.kind.kind.clone();
-    shared
-        .metrics
-        .reconcile_duration
-        .get_or_create(&KindLabels {
-            kind: kind_label.clone(),
-        })
-        .observe(started.elapsed().as_secs_f64());
-    let outcome = if result.is_ok() { "success" } else { "error" };
-    shared
-        .metrics
-        .reconciles
-        .get_or_create(&ReconcileLabels {
-            kind: kind_label.clone(),
-            plugin: plugin_name.clone(),
-            result: outcome.into(),
-        })
-        .inc();
-    match result {
-        Ok(requeue) => {
-            shared.failures.reset(&key);
-            report::recovered(shared, &ctx.kind, &plugin_name, &current).await;
-            tracing::debug!(plugin = %plugin_name, export = export.name(), ?requeue, "reconciled");
-            requeue.map_or_else(done, |after| {
-                let after = after.clamp(MIN_REQUEUE, MAX_REQUEUE);
-                (Action::requeue(after), ReconcileResult::RequeueAfter)
-            })
-        }
-        Err(failure) => {
-            let attempt = shared.failures.record(&key);
-            shared
-                .metrics
-                .reconcile_errors
-                .get_or_create(&ErrorLabels {
-                    kind: kind_label,
-                    plugin: plugin_name.clone(),
-                    reason: failure.reason().into(),
-                })
-                .inc();
-            report::failure(
-                shared,
-                &ctx.kind,
-                &plugin_name,
-                object,
-                failure.reason(),
-                &failure.to_string(),
-                attempt,
-            )
-            .await;
-            match failure {
-                // Retrying cannot help until the object changes.
-                CallFailure::InvalidObject(_) => (Action::await_change(), ReconcileResult::Error),
-                _ => retry(attempt),
+/// The object being reconciled and its controller's context.
+struct One<'a> {
+    ctx: &'a KindContext,
+    object: &'a CachedObject,
+    namespace: &'a str,
+    name: &'a str,
+    /// `kind/namespace/name`: the failure count's key.
+    key: String,
+}
+
+/// Reconcile, or cleanup while the object is being deleted and carries the plugin's granted finalizer (the
+/// one its policy entry names); `None`: nothing to do (deleted, and not the plugin's to clean up).
+fn export_for(current: &Value, plugin: &LoadedPlugin) -> Option<Export> {
+    if current.pointer("/metadata/deletionTimestamp").is_none() {
+        return Some(Export::Reconcile);
+    }
+    let finalizers = current.pointer("/metadata/finalizers").and_then(Value::as_array);
+    match &plugin.grant.finalizer {
+        Some(f) if finalizers.is_some_and(|all| all.iter().any(|x| x == f)) => Some(Export::Cleanup),
+        _ => None,
+    }
+}
+
+impl One<'_> {
+    /// The plugin serving the kind; one that is unavailable is reported and retried.
+    async fn plugin(&self) -> Result<Arc<LoadedPlugin>, Early> {
+        let shared = &self.ctx.shared;
+        match shared.sandbox.plugin_for(&self.ctx.kind) {
+            Some(PluginSlot::Ready(plugin)) => Ok(plugin),
+            Some(PluginSlot::Unavailable { plugin, reason }) => {
+                let attempt = shared.failures.record(&self.key);
+                let kind = &self.ctx.kind;
+                report::failure(
+                    shared,
+                    kind,
+                    &plugin,
+                    self.object,
+                    "PluginUnavailable",
+                    &reason,
+                    attempt,
+                )
+                .await;
+                Err(retry(attempt))
             }
+            None => Err(done()),
+        }
+    }
+
+    /// The object with the host's own recent writes (status, finalizers) applied; the cache's copy if it
+    /// cannot be read. Gone: nothing to remember about it.
+    async fn current(&self) -> Result<Value, Early> {
+        let shared = &self.ctx.shared;
+        match shared
+            .bridge
+            .read(&self.ctx.kind, self.namespace, self.name)
+            .await
+        {
+            Ok(Some(current)) => Ok(current),
+            Ok(None) => {
+                shared.failures.reset(&self.key);
+                Err(done())
+            }
+            Err(_) => to_json(self.object).map_err(|_| retry(1)),
+        }
+    }
+
+    /// Calls `export` of `plugin` on `current` (without the host's own condition), its writes judged by
+    /// admission against this object.
+    async fn call(
+        &self,
+        plugin: &LoadedPlugin,
+        current: &Value,
+        export: Export,
+    ) -> Result<Option<std::time::Duration>, CallFailure> {
+        let shared = &self.ctx.shared;
+        let mut for_plugin = current.clone();
+        strip_host_condition(&mut for_plugin);
+        let primary = Primary {
+            kind: self.ctx.kind.clone(),
+            namespace: self.namespace.to_string(),
+            name: self.name.to_string(),
+            uid: self.object.uid().unwrap_or_default(),
+        };
+        let admission = Admission::new(
+            shared.bridge.clone(),
+            primary,
+            plugin.grant.clone(),
+            &plugin.grant.entry,
+            plugin.grant.finalizer.clone(),
+        );
+        let host = Arc::new(PluginHost::new(admission, shared.ray.clone()));
+        let attempt = shared.failures.get(&self.key);
+        let object = format!("{}/{}", self.namespace, self.name);
+        let context = shared.sandbox.context(plugin, object, host);
+        shared
+            .sandbox
+            .call(plugin, context, export, for_plugin.to_string(), attempt)
+            .await
+    }
+
+    /// The reconcile's duration and result, in this operator's metrics.
+    fn record(&self, plugin: &str, started: Instant, ok: bool) {
+        let metrics = &self.ctx.shared.metrics;
+        let kind = self.ctx.kind.kind.clone();
+        metrics
+            .reconcile_duration
+            .get_or_create(&KindLabels { kind: kind.clone() })
+            .observe(started.elapsed().as_secs_f64());
+        let result = if ok { "success" } else { "error" };
+        metrics
+            .reconciles
+            .get_or_create(&ReconcileLabels {
+                kind,
+                plugin: plugin.to_string(),
+                result: result.into(),
+            })
+            .inc();
+    }
+
+    /// The next action after the call: a success clears the failures (and their condition) and takes the
+    /// plugin's requeue hint; a failure is counted, reported and retried with backoff (an invalid object
+    /// only once it changes).
+    async fn outcome(
+        &self,
+        plugin: &str,
+        current: &Value,
+        export: Export,
+        result: Result<Option<std::time::Duration>, CallFailure>,
+    ) -> (Action, ReconcileResult) {
+        let shared = &self.ctx.shared;
+        let failure = match result {
+            Ok(requeue) => {
+                shared.failures.reset(&self.key);
+                report::recovered(shared, &self.ctx.kind, plugin, current).await;
+                tracing::debug!(plugin, export = export.name(), ?requeue, "reconciled");
+                return requeue.map_or_else(done, |after| {
+                    let after = after.clamp(MIN_REQUEUE, MAX_REQUEUE);
+                    (Action::requeue(after), ReconcileResult::RequeueAfter)
+                });
+            }
+            Err(failure) => failure,
+        };
+        let attempt = shared.failures.record(&self.key);
+        shared
+            .metrics
+            .reconcile_errors
+            .get_or_create(&ErrorLabels {
+                kind: self.ctx.kind.kind.clone(),
+                plugin: plugin.to_string(),
+                reason: failure.reason().into(),
+            })
+            .inc();
+        let message = failure.to_string();
+        report::failure(
+            shared,
+            &self.ctx.kind,
+            plugin,
+            self.object,
+            failure.reason(),
+            &message,
+            attempt,
+        )
+        .await;
+        match failure {
+            // Retrying cannot help until the object changes.
+            CallFailure::InvalidObject(_) => (Action::await_change(), ReconcileResult::Error),
+            _ => retry(attempt),
         }
     }
 }
