@@ -61,8 +61,8 @@ impl JobSubmissions {
     where
         R: Send + 'static,
     {
-        crate::validate::namespace(target.namespace)?;
-        crate::validate::path_name("clustername", target.cluster)?;
+        // The cluster is looked up as KubeRay's server looks it up (its messages included).
+        crate::validate::object_ref("Cluster", target.namespace, target.cluster)?;
         let head = self
             .heads
             .open(context(request)?, target.namespace, target.cluster)

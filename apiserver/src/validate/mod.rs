@@ -48,7 +48,7 @@ pub(crate) fn object_ref(what: &str, namespace_: &str, name: &str) -> ApiResult<
         )));
     }
     namespace(namespace_)?;
-    path_name("name", name)
+    path_name(&format!("{what} name"), name)
 }
 
 /// A name from a request path, of an object to read or delete: one that an object can have (a DNS-1123

@@ -157,6 +157,8 @@ async fn bad_requests_get_a_clear_4xx_and_leave_nothing_behind() {
             "ray service name is empty. Please specify a valid value."),
         bad("delete of an empty service name", "DELETE", format!("{base}/services/"), None,
             "ray service name is empty. Please specify a valid value."),
+        bad("job submissions of an empty cluster name", "GET", format!("{base}/jobsubmissions/"), None,
+            "Cluster name is empty. Please specify a valid value."),
         Bad {
             status: 405,
             ..bad("a method the route lacks", "PATCH", format!("{clusters}/c"), None, "Method Not Allowed")
