@@ -53,6 +53,11 @@ impl Queue {
         self.metrics.reconcile_ended(took, result);
     }
 
+    /// The reconcile's plugin trapped.
+    pub(crate) fn panicked(&self) {
+        self.metrics.panicked();
+    }
+
     /// Drops the requests of objects that no longer `exist` (kube-runtime drops them without a reconcile).
     pub(crate) fn prune(&self, exist: impl Fn(&str, &str) -> bool) {
         let mut waiting = self.lock();

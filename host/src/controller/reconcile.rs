@@ -247,6 +247,9 @@ impl One<'_> {
             Err(failure) => failure,
         };
         let attempt = shared.failures.record(&self.key);
+        if matches!(failure, CallFailure::Trapped(_)) {
+            self.ctx.queue.panicked();
+        }
         shared
             .metrics
             .reconcile_errors

@@ -8,6 +8,7 @@
 //! |---|---|
 //! | `controller_runtime_reconcile_total` | controller, result (`success`, `error`, `requeue_after`) |
 //! | `controller_runtime_reconcile_errors_total`, `controller_runtime_reconcile_time_seconds` | controller |
+//! | `controller_runtime_reconcile_panics_total` | controller: reconciles whose plugin trapped (a Rust plugin's panic is a trap; so are its other crashes) |
 //! | `controller_runtime_active_workers`, `controller_runtime_max_concurrent_reconciles` | controller |
 //! | `workqueue_depth`, `workqueue_adds_total`, `workqueue_retries_total` | name, controller |
 //! | `workqueue_queue_duration_seconds`, `workqueue_work_duration_seconds` | name, controller |
@@ -82,6 +83,7 @@ fn queue_buckets() -> Histogram {
 pub(crate) struct ControllerMetrics {
     reconciles: Family<ResultLabels, Counter>,
     errors: Family<ControllerLabels, Counter>,
+    panics: Family<ControllerLabels, Counter>,
     time: Family<ControllerLabels, Histogram>,
     active: Family<ControllerLabels, Gauge>,
     max_concurrent: Family<ControllerLabels, Gauge>,
@@ -97,6 +99,7 @@ impl Default for ControllerMetrics {
         Self {
             reconciles: Family::default(),
             errors: Family::default(),
+            panics: Family::default(),
             time: Family::new_with_constructor(reconcile_buckets as fn() -> Histogram),
             active: Family::default(),
             max_concurrent: Family::default(),
@@ -127,6 +130,11 @@ impl ControllerMetrics {
             "controller_runtime_reconcile_errors",
             "Total number of reconciliation errors per controller",
             self.errors.clone(),
+        );
+        r.register(
+            "controller_runtime_reconcile_panics",
+            "Total number of reconciliation panics per controller",
+            self.panics.clone(),
         );
         r.register(
             "controller_runtime_reconcile_time_seconds",
@@ -195,6 +203,7 @@ impl ControllerMetrics {
             drop(self.reconciles.get_or_create(&handle.result(result)));
         }
         drop(self.errors.get_or_create(&handle.controller));
+        drop(self.panics.get_or_create(&handle.controller));
         handle
     }
 }
@@ -245,6 +254,12 @@ impl ControllerHandle {
                 .observe(waited.as_secs_f64());
         }
         self.metrics.active.get_or_create(&self.controller).inc();
+    }
+
+    /// A reconcile's plugin trapped (controller-runtime counts a reconciler's panic; a plugin's panic is a
+    /// trap).
+    pub(crate) fn panicked(&self) {
+        self.metrics.panics.get_or_create(&self.controller).inc();
     }
 
     /// A reconcile ended after `took`, with `result`.

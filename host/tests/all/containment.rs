@@ -217,6 +217,14 @@ async fn misbehaving_plugins_are_contained_and_reported_while_a_raycluster_becom
             "no metric for {reason}"
         );
     }
+    // The trap is what controller-runtime calls a reconciler's panic, under its name.
+    assert!(
+        operator.metric(
+            "controller_runtime_reconcile_panics_total",
+            &["controller=\"chaos\""]
+        ) >= 1.0,
+        "no panic counted for the chaos controller"
+    );
     for kind in ["v1/Secret", "v1/ServiceAccount", "v1/ConfigMap"] {
         assert!(
             operator.metric("kuberay_wasm_refused_calls_total", &[kind]) >= 1.0,

@@ -36,7 +36,7 @@ use crate::support::{
 /// Every series KubeRay's operator dashboard (`config/grafana/KubeRay-Operator.json` in KubeRay's repository:
 /// its panels and the variables that list controllers) and its alerts read, plus the rest of the families a
 /// KubeRay operator exports (names as facts): each must have at least one sample after the samples ran.
-const KUBERAY_METRICS: [&str; 24] = [
+const KUBERAY_METRICS: [&str; 25] = [
     // The dashboard's panels and variables.
     "controller_runtime_active_workers",
     "controller_runtime_reconcile_total",
@@ -53,6 +53,7 @@ const KUBERAY_METRICS: [&str; 24] = [
     "kuberay_job_deployment_status",
     // The rest of controller-runtime's, the work queue's, client-go's and the process's.
     "controller_runtime_reconcile_errors_total",
+    "controller_runtime_reconcile_panics_total",
     "controller_runtime_max_concurrent_reconciles",
     "workqueue_adds_total",
     "workqueue_queue_duration_seconds_bucket",
