@@ -51,6 +51,10 @@ const LAST_RETRY: Duration = Duration::from_secs(300);
 const STATUS_MANAGER: &str = "kuberay-wasm-plugins";
 /// How often at most a replica writes over a status another operator installation wrote.
 const CONTESTED_WRITES: Duration = Duration::from_secs(60);
+/// How long an outcome's Event is still published by a replica that did not lead when it happened (or whose
+/// publication failed), even if the status already shows the outcome: a status written by a leader that went
+/// does not prove its Event was recorded, and a duplicate Event is merged by the API server's event series.
+const ANNOUNCE_WINDOW: Duration = Duration::from_secs(60);
 
 /// What the loop needs from the operator.
 pub(crate) struct Context {
@@ -110,10 +114,14 @@ struct Tracked {
     generation: Option<i64>,
     /// When this replica last wrote over a status another installation had written.
     contested: Option<Instant>,
-    /// The Event of the last outcome while this replica did not lead: published when it leads if the status
-    /// does not show that outcome yet (the leader went before it recorded it).
-    unannounced: Option<(EventType, &'static str, String)>,
+    /// The Event of the last outcome this replica did not record (it did not lead, or the publication failed),
+    /// and when the outcome happened: published once it leads if the outcome is recent ([`ANNOUNCE_WINDOW`]) or
+    /// the status does not show it.
+    unannounced: Option<(Instant, OutcomeEvent)>,
 }
+
+/// An Event's type, reason and note.
+type OutcomeEvent = (EventType, &'static str, String);
 
 impl Tracked {
     /// Whether `status` shows what this replica serves and why the last version does not, if it does not.
@@ -302,20 +310,26 @@ impl Loop<'_> {
                     event
                 }
             };
-            if leading {
-                self.event(resource, event).await;
-            } else {
-                tracked.unannounced = Some(event);
-            }
+            tracked.unannounced = Some((now, event));
         } else if !spec.paused {
             // A change that decides nothing (only `paused` back to false) is in effect as it is.
             tracked.generation = resource.metadata.generation;
         }
         if leading {
             let tracked = self.tracked.entry(name.clone()).or_default();
-            let unannounced = tracked.unannounced.take();
-            if let Some(event) = unannounced.filter(|_| !tracked.recorded_in(resource.status.as_ref())) {
-                self.event(resource, event).await;
+            let recorded = tracked.recorded_in(resource.status.as_ref());
+            let unannounced = tracked
+                .unannounced
+                .take()
+                .filter(|(at, _)| at.elapsed() < ANNOUNCE_WINDOW || !recorded);
+            if let Some((at, event)) = unannounced
+                && !self.event(resource, event.clone()).await
+                && at.elapsed() < ANNOUNCE_WINDOW
+            {
+                // Tried again at the next tick while recent.
+                if let Some(tracked) = self.tracked.get_mut(&name) {
+                    tracked.unannounced = Some((at, event));
+                }
             }
             self.write_status(resource).await;
         }
@@ -484,7 +498,8 @@ impl Loop<'_> {
         .map_err(|e| unavailable(e.to_string()))
     }
 
-    async fn event(&self, resource: &ReconcilePlugin, (type_, reason, note): (EventType, &str, String)) {
+    /// Records an Event of `resource`; whether the API server took it.
+    async fn event(&self, resource: &ReconcilePlugin, (type_, reason, note): OutcomeEvent) -> bool {
         let event = Event {
             type_,
             reason: reason.into(),
@@ -492,8 +507,12 @@ impl Loop<'_> {
             action: "Load".into(),
             secondary: None,
         };
-        if let Err(e) = self.recorder.publish(&event, &resource.object_ref(&())).await {
-            tracing::warn!(reconcileplugin = %resource.name_any(), error = %e, "could not record an event");
+        match self.recorder.publish(&event, &resource.object_ref(&())).await {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(reconcileplugin = %resource.name_any(), error = %e, "could not record an event");
+                false
+            }
         }
     }
 
