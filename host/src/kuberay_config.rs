@@ -2,8 +2,8 @@
 //! Configuration`), read as KubeRay reads it: when given, it replaces the operator flags it has fields for
 //! (KubeRay ignores those flags then), with KubeRay's defaults for the fields it leaves out; what it adds to
 //! Ray Pods (sidecars, default variables, labels and annotations) reaches the plugins under
-//! `kuberayConfiguration`. An unknown field, or a setting whose behaviour is missing here (a log file, a
-//! batch scheduler, deleting finished RayJobs), stops the operator at start with the reason.
+//! `kuberayConfiguration`. An unknown field, or a setting whose behaviour is missing here (a log file,
+//! deleting finished RayJobs), stops the operator at start with the reason.
 
 use std::{collections::BTreeMap, net::SocketAddr, path::Path};
 
@@ -76,6 +76,10 @@ pub struct Settings {
     pub qps: f64,
     pub burst: u32,
     pub use_kubernetes_proxy: bool,
+    /// `batchScheduler` (empty: none), checked with the flag's rules where the flags are.
+    pub batch_scheduler: Option<String>,
+    /// `enableBatchScheduler` (deprecated: Volcano).
+    pub enable_batch_scheduler: bool,
     /// What it adds to Ray Pods, for the plugins (`kuberayConfiguration`).
     pub pod_defaults: Value,
 }
@@ -129,6 +133,8 @@ impl Configuration {
             qps: self.qps.unwrap_or(100.0),
             burst: self.burst.unwrap_or(200),
             use_kubernetes_proxy: self.use_kubernetes_proxy.unwrap_or(false),
+            batch_scheduler: self.batch_scheduler.filter(|s| !s.is_empty()),
+            enable_batch_scheduler: self.enable_batch_scheduler.unwrap_or(false),
             pod_defaults,
         })
     }
@@ -162,13 +168,6 @@ impl Configuration {
     fn refuse_missing_behaviour(&self) -> Result<(), String> {
         if self.log_file.as_deref().is_some_and(|f| !f.is_empty()) {
             return Err("logFile is not supported: logs go to stderr only".into());
-        }
-        if self.batch_scheduler.as_deref().is_some_and(|s| !s.is_empty())
-            || self.enable_batch_scheduler == Some(true)
-        {
-            return Err(
-                "batch schedulers (batchScheduler, enableBatchScheduler) are not supported yet".into(),
-            );
         }
         if self.delete_ray_job_after_job_finishes == Some(true) {
             return Err(
@@ -218,6 +217,10 @@ mod tests {
         assert_eq!(s.pod_defaults["headSidecarContainers"][0]["name"], "shipper");
         assert_eq!(s.pod_defaults["defaultContainerEnvs"][0]["value"], "acme");
         assert_eq!(s.pod_defaults["defaultPodLabels"]["team"], "platform");
+        let s = settings("batchScheduler: yunikorn\n").unwrap();
+        assert_eq!((s.batch_scheduler.as_deref(), s.enable_batch_scheduler), (Some("yunikorn"), false));
+        let s = settings("enableBatchScheduler: true\nbatchScheduler: \"\"\n").unwrap();
+        assert_eq!((s.batch_scheduler, s.enable_batch_scheduler), (None, true));
     }
 
     #[test]
@@ -226,7 +229,6 @@ mod tests {
             ("metricAddr: :9090\n", "unknown field `metricAddr`"),
             ("kind: ConfigMap\n", "not a config.ray.io/v1alpha1 Configuration"),
             ("logFile: /var/log/ray.log\n", "logFile"),
-            ("batchScheduler: volcano\n", "batch schedulers"),
             ("deleteRayJobAfterJobFinishes: true\n", "deletionStrategy"),
             ("metricsAddr: nowhere\n", "metricsAddr"),
             (

@@ -6,6 +6,7 @@
 use std::{collections::BTreeMap, net::SocketAddr};
 
 use kuberay_rayhead::parse_go_bool;
+use kuberay_rules::batch_scheduler::BatchScheduler;
 use serde_json::Value;
 
 use crate::policy::Policy;
@@ -186,13 +187,30 @@ fn check_support(gate: &Gate, enabled: bool) -> Result<(), FlagError> {
     )))
 }
 
+/// The batch scheduler KubeRay's settings choose (the flags `--batch-scheduler` and the deprecated
+/// `--enable-batch-scheduler`, or the Configuration's `batchScheduler` and `enableBatchScheduler`), resolved as
+/// KubeRay resolves them: the deprecated switch means Volcano, both at once is refused, and so is a name KubeRay
+/// does not have (with KubeRay's start-up message); empty is none.
+pub fn batch_scheduler(name: Option<&str>, enable: bool) -> Result<Option<BatchScheduler>, FlagError> {
+    let name = name.unwrap_or_default();
+    if enable && !name.is_empty() {
+        return Err(FlagError::Unsupported(
+            "both feature flags enable-batch-scheduler (deprecated) and batch-scheduler are set. Please use \
+             batch-scheduler only"
+                .into(),
+        ));
+    }
+    if enable {
+        tracing::info!("--enable-batch-scheduler is deprecated (as in KubeRay): it means --batch-scheduler=volcano");
+        return Ok(Some(BatchScheduler::Volcano));
+    }
+    BatchScheduler::parse(name)
+        .map_err(|_| FlagError::Unsupported(format!("scheduler is not supported, name={name}")))
+}
+
 /// KubeRay flags whose behaviour is not implemented: each set one is a start-up error naming it.
 #[derive(Debug, Clone, Default)]
 pub struct UnsupportedFlags {
-    /// `--batch-scheduler`.
-    pub batch_scheduler: Option<String>,
-    /// `--enable-batch-scheduler`.
-    pub enable_batch_scheduler: bool,
     /// `--log-file-path`.
     pub log_file_path: Option<String>,
 }
@@ -200,22 +218,10 @@ pub struct UnsupportedFlags {
 impl UnsupportedFlags {
     /// An error for the first flag set whose behaviour is missing.
     pub fn check(&self) -> Result<(), FlagError> {
-        let refuse = |what: String| Err(FlagError::Unsupported(what));
-        if let Some(scheduler) = self.batch_scheduler.as_deref().filter(|s| !s.is_empty()) {
-            return refuse(format!(
-                "--batch-scheduler {scheduler}: batch scheduler integrations are not implemented by kuberay-wasm yet"
-            ));
-        }
-        if self.enable_batch_scheduler {
-            return refuse(
-                "--enable-batch-scheduler: batch scheduler integrations are not implemented by kuberay-wasm yet"
-                    .into(),
-            );
-        }
         if let Some(path) = self.log_file_path.as_deref().filter(|p| !p.is_empty()) {
-            return refuse(format!(
+            return Err(FlagError::Unsupported(format!(
                 "--log-file-path {path}: kuberay-wasm logs only to stderr; collect the container's log instead"
-            ));
+            )));
         }
         Ok(())
     }
@@ -286,21 +292,28 @@ mod tests {
     fn unsupported_flags_are_named() {
         assert!(UnsupportedFlags::default().check().is_ok());
         let flags = UnsupportedFlags {
-            batch_scheduler: Some("volcano".into()),
-            ..UnsupportedFlags::default()
+            log_file_path: Some("/var/log/op.log".into()),
         };
-        assert!(
-            flags
-                .check()
-                .unwrap_err()
-                .to_string()
-                .contains("--batch-scheduler volcano")
-        );
+        let error = flags.check().unwrap_err().to_string();
+        assert!(error.contains("--log-file-path /var/log/op.log"), "{error}");
         let empty = UnsupportedFlags {
-            batch_scheduler: Some(String::new()),
             log_file_path: Some(String::new()),
-            ..UnsupportedFlags::default()
         };
         assert!(empty.check().is_ok());
+    }
+
+    #[test]
+    fn the_batch_scheduler_is_chosen_as_kuberay_chooses_it() {
+        assert_eq!(batch_scheduler(None, false), Ok(None));
+        assert_eq!(batch_scheduler(Some(""), false), Ok(None));
+        for scheduler in BatchScheduler::ALL {
+            assert_eq!(batch_scheduler(Some(scheduler.name()), false), Ok(Some(scheduler)));
+        }
+        assert_eq!(batch_scheduler(None, true), Ok(Some(BatchScheduler::Volcano)));
+        assert_eq!(batch_scheduler(Some(""), true), Ok(Some(BatchScheduler::Volcano)));
+        let both = batch_scheduler(Some("yunikorn"), true).unwrap_err().to_string();
+        assert!(both.contains("both feature flags enable-batch-scheduler (deprecated) and batch-scheduler are set"), "{both}");
+        let unknown = batch_scheduler(Some("slurm"), false).unwrap_err().to_string();
+        assert_eq!(unknown, "scheduler is not supported, name=slurm");
     }
 }

@@ -10,7 +10,7 @@ use kuberay_wasm::{
     authoring::{self, run::RunOptions},
     kuberay_config::Configuration,
     kuberay_env::KubeRayEnv,
-    kuberay_flags::{FeatureGates, UnsupportedFlags, parse_bind_address},
+    kuberay_flags::{FeatureGates, UnsupportedFlags, batch_scheduler, parse_bind_address},
     leadership::{self, LeaderElection},
     metrics::Metrics,
     policy::{Policy, Profile},
@@ -330,10 +330,11 @@ struct KubeRayArgs {
     /// namespaces, --qps/--burst, --use-kubernetes-proxy), and what it adds to Ray Pods reaches the plugins.
     #[arg(long)]
     config: Option<PathBuf>,
-    /// Not supported yet: batch schedulers (a start-up error when set).
+    /// KubeRay's batch scheduler integration: volcano, yunikorn, kai-scheduler or scheduler-plugins (gang
+    /// scheduling with the scheduler's PodGroups, names and labels on Ray Pods, as KubeRay writes them).
     #[arg(long)]
     batch_scheduler: Option<String>,
-    /// Not supported yet (KubeRay's deprecated form of --batch-scheduler; a start-up error when true).
+    /// KubeRay's deprecated form of --batch-scheduler=volcano (not with --batch-scheduler).
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true",
           action = clap::ArgAction::Set, default_value_t = false, value_parser = parse_go_bool)]
     enable_batch_scheduler: bool,
@@ -353,14 +354,13 @@ impl KubeRayArgs {
         }
     }
 
-    /// Refuses what cannot be honoured, logs what is accepted without effect.
-    fn check(self) -> anyhow::Result<()> {
+    /// Refuses what cannot be honoured, logs what is accepted without effect; the batch scheduler chosen.
+    fn check(self) -> anyhow::Result<Option<&'static str>> {
         UnsupportedFlags {
-            batch_scheduler: self.batch_scheduler,
-            enable_batch_scheduler: self.enable_batch_scheduler,
             log_file_path: self.log_file_path,
         }
         .check()?;
+        let scheduler = batch_scheduler(self.batch_scheduler.as_deref(), self.enable_batch_scheduler)?;
         if self.forced_cluster_upgrade {
             tracing::warn!("--forced-cluster-upgrade is deprecated and ignored, as by KubeRay");
         }
@@ -369,7 +369,7 @@ impl KubeRayArgs {
                 "--enable-metrics: KubeRay's kuberay_* metric families are always exported here, flag or not"
             );
         }
-        Ok(())
+        Ok(scheduler)
     }
 }
 
@@ -573,6 +573,8 @@ impl OperatorArgs {
         self.qps = settings.qps;
         self.burst = settings.burst;
         self.routing.use_kubernetes_proxy = settings.use_kubernetes_proxy;
+        self.kuberay.batch_scheduler = settings.batch_scheduler;
+        self.kuberay.enable_batch_scheduler = settings.enable_batch_scheduler;
         settings.pod_defaults
     }
 }
@@ -587,7 +589,7 @@ async fn operator(mut args: OperatorArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
-    args.kuberay.check()?;
+    let batch_scheduler = args.kuberay.check()?;
     let gates = FeatureGates::parse(&args.feature_gates)?;
     let kuberay_env = KubeRayEnv::from_process()?;
     for (toggle, value) in kuberay_env.set() {
@@ -628,6 +630,7 @@ async fn operator(mut args: OperatorArgs) -> anyhow::Result<()> {
     config.reconcile_concurrency = args.reconcile_concurrency;
     config.api_rate_limit = api_rate_limit(args.qps, args.burst);
     config.feature_gates = gates;
+    config.batch_scheduler = batch_scheduler;
     config.kuberay_env = kuberay_env;
     config.pod_defaults = pod_defaults;
     config.resources = args.resources.options()?;
@@ -799,12 +802,7 @@ async fn inspect(plugin: PathBuf, policy: Option<PathBuf>) -> anyhow::Result<()>
                 timeout: DEFAULT_COMPILE_TIMEOUT,
                 memory_bytes: DEFAULT_COMPILE_MEMORY_MIB << 20,
             }),
-            base_config: kuberay_wasm::sandbox::base_config(
-                kuberay_rayhead::DEFAULT_CLUSTER_DOMAIN,
-                &Default::default(),
-                &Default::default(),
-                None,
-            ),
+            base_config: kuberay_wasm::sandbox::default_base_config(),
         },
         Metrics::new(),
     )?;

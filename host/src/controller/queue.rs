@@ -9,7 +9,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use crate::metrics::{ControllerHandle, ReconcileResult};
+use crate::metrics::{ControllerHandle, ReconcileResult, RunningToken};
 
 /// The waiting requests of one controller (all its scopes), by namespace and name.
 pub(crate) struct Queue {
@@ -41,16 +41,17 @@ impl Queue {
         self.metrics.added();
     }
 
-    /// The reconcile of `namespace/name` starts.
-    pub(crate) fn started(&self, namespace: &str, name: &str) {
+    /// The reconcile of `namespace/name` starts; it runs (for the work-queue gauges) until the token is
+    /// given to [`Queue::ended`] or dropped.
+    pub(crate) fn started(&self, namespace: &str, name: &str) -> RunningToken {
         let key = (namespace.to_string(), name.to_string());
         let waited = self.lock().remove(&key).map(|since| since.elapsed());
-        self.metrics.reconcile_started(waited);
+        self.metrics.reconcile_started(waited)
     }
 
-    /// The reconcile that started last for an object ended after `took`.
-    pub(crate) fn ended(&self, took: Duration, result: ReconcileResult) {
-        self.metrics.reconcile_ended(took, result);
+    /// The reconcile of `running` ended after `took`.
+    pub(crate) fn ended(&self, running: RunningToken, took: Duration, result: ReconcileResult) {
+        self.metrics.reconcile_ended(running, took, result);
     }
 
     /// The reconcile's plugin trapped.
@@ -100,7 +101,7 @@ mod tests {
         assert_eq!(sample(&metrics, &format!("workqueue_adds_total{QUEUE}")), 3.0);
         assert_eq!(sample(&metrics, &format!("workqueue_depth{QUEUE}")), 3.0);
 
-        queue.started("ns", "a");
+        let running = queue.started("ns", "a");
         let active = r#"controller_runtime_active_workers{controller="raycluster"}"#;
         assert_eq!(sample(&metrics, active), 1.0);
         assert_eq!(sample(&metrics, &format!("workqueue_depth{QUEUE}")), 2.0);
@@ -111,7 +112,11 @@ mod tests {
             ),
             1.0
         );
-        queue.ended(Duration::from_millis(20), ReconcileResult::Error);
+        let longest = r#"workqueue_longest_running_processor_seconds{name="raycluster",controller="raycluster"}"#;
+        std::thread::sleep(Duration::from_millis(10));
+        assert!(sample(&metrics, longest) > 0.0, "a reconcile runs");
+        queue.ended(running, Duration::from_millis(20), ReconcileResult::Error);
+        assert_eq!(sample(&metrics, longest), 0.0);
         assert_eq!(sample(&metrics, active), 0.0);
         let errors = r#"controller_runtime_reconcile_total{controller="raycluster",result="error"}"#;
         assert_eq!(sample(&metrics, errors), 1.0);
@@ -122,8 +127,8 @@ mod tests {
         assert_eq!(sample(&metrics, time), 1.0);
 
         // A requeue after a delay was never queued: it starts without leaving the queue.
-        queue.started("ns", "a");
-        queue.ended(Duration::from_millis(5), ReconcileResult::RequeueAfter);
+        let running = queue.started("ns", "a");
+        queue.ended(running, Duration::from_millis(5), ReconcileResult::RequeueAfter);
         assert_eq!(sample(&metrics, &format!("workqueue_depth{QUEUE}")), 2.0);
         let requeued =
             r#"controller_runtime_reconcile_total{controller="raycluster",result="requeue_after"}"#;

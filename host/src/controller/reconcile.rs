@@ -37,12 +37,12 @@ pub(crate) async fn reconcile(object: Arc<CachedObject>, ctx: Arc<KindContext>) 
     let namespace = object.namespace().unwrap_or_default();
     let name = object.name_any();
     let span = tracing::info_span!("reconcile", kind = %ctx.kind.kind, %namespace, %name);
-    ctx.queue.started(&namespace, &name);
+    let running = ctx.queue.started(&namespace, &name);
     let started = Instant::now();
     let (action, result) = reconcile_one(&object, &ctx, &namespace, &name)
         .instrument(span)
         .await;
-    ctx.queue.ended(started.elapsed(), result);
+    ctx.queue.ended(running, started.elapsed(), result);
     Ok(action)
 }
 

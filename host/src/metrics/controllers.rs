@@ -12,12 +12,14 @@
 //! | `controller_runtime_active_workers`, `controller_runtime_max_concurrent_reconciles` | controller |
 //! | `workqueue_depth`, `workqueue_adds_total`, `workqueue_retries_total` | name, controller |
 //! | `workqueue_queue_duration_seconds`, `workqueue_work_duration_seconds` | name, controller |
+//! | `workqueue_unfinished_work_seconds`, `workqueue_longest_running_processor_seconds` | name, controller (`in_flight`) |
 //!
 //! A reconcile request joins the queue when a change of the object or of one it owns asks for one (a
 //! request already waiting is not added twice, as in client-go), and leaves it when its reconcile starts;
 //! a requeue after a delay joins when it is due, so it is counted in the reconcile rate but not in the
 //! depth or queue duration.
 
+use super::in_flight::{InFlight, RunningToken};
 use prometheus_client::{
     encoding::EncodeLabelSet,
     metrics::{counter::Counter, family::Family, gauge::Gauge, histogram::Histogram},
@@ -92,6 +94,7 @@ pub(crate) struct ControllerMetrics {
     retries: Family<QueueLabels, Counter>,
     queue_duration: Family<QueueLabels, Histogram>,
     work_duration: Family<QueueLabels, Histogram>,
+    in_flight: InFlight,
 }
 
 impl Default for ControllerMetrics {
@@ -108,6 +111,7 @@ impl Default for ControllerMetrics {
             retries: Family::default(),
             queue_duration: Family::new_with_constructor(queue_buckets as fn() -> Histogram),
             work_duration: Family::new_with_constructor(queue_buckets as fn() -> Histogram),
+            in_flight: InFlight::default(),
         }
     }
 }
@@ -176,6 +180,7 @@ impl ControllerMetrics {
             "How long in seconds processing an item from workqueue takes",
             self.work_duration.clone(),
         );
+        r.register_collector(Box::new(self.in_flight.clone()));
     }
 
     /// The controller of `kind` started, running at most `concurrency` reconciles at once: its series
@@ -204,6 +209,7 @@ impl ControllerMetrics {
         }
         drop(self.errors.get_or_create(&handle.controller));
         drop(self.panics.get_or_create(&handle.controller));
+        self.in_flight.controller(&handle.controller.controller);
         handle
     }
 }
@@ -243,8 +249,9 @@ impl ControllerHandle {
         self.metrics.depth.get_or_create(&self.queue()).dec_by(count);
     }
 
-    /// A reconcile started; `waited` is how long its request was queued, if it was.
-    pub(crate) fn reconcile_started(&self, waited: Option<std::time::Duration>) {
+    /// A reconcile started; `waited` is how long its request was queued, if it was. It counts as running
+    /// until the token is dropped.
+    pub(crate) fn reconcile_started(&self, waited: Option<std::time::Duration>) -> RunningToken {
         if let Some(waited) = waited {
             let queue = self.queue();
             self.metrics.depth.get_or_create(&queue).dec();
@@ -254,6 +261,7 @@ impl ControllerHandle {
                 .observe(waited.as_secs_f64());
         }
         self.metrics.active.get_or_create(&self.controller).inc();
+        self.metrics.in_flight.start(&self.controller.controller)
     }
 
     /// A reconcile's plugin trapped (controller-runtime counts a reconciler's panic; a plugin's panic is a
@@ -263,7 +271,8 @@ impl ControllerHandle {
     }
 
     /// A reconcile ended after `took`, with `result`.
-    pub(crate) fn reconcile_ended(&self, took: std::time::Duration, result: ReconcileResult) {
+    pub(crate) fn reconcile_ended(&self, running: RunningToken, took: std::time::Duration, result: ReconcileResult) {
+        drop(running);
         let metrics = &self.metrics;
         metrics.active.get_or_create(&self.controller).dec();
         metrics

@@ -4,6 +4,7 @@
 //! `process`: the process), so that dashboards and alerts made for KubeRay keep working.
 
 mod controllers;
+mod in_flight;
 mod kuberay;
 mod process;
 mod rest_client;
@@ -11,6 +12,7 @@ mod rest_client;
 use std::sync::Arc;
 
 pub(crate) use controllers::{ControllerHandle, ReconcileResult};
+pub(crate) use in_flight::RunningToken;
 pub(crate) use kuberay::{CustomResources, KubeRayMetrics, ObjectView, Seen};
 pub use rest_client::RestClientMetrics;
 

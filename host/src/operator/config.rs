@@ -1,6 +1,7 @@
 //! What the operator can be told ([`OperatorConfig`]); the binary's flags are the only source of defaults
 //! for its users, these are the library's (tests and embedders).
 
+use kuberay_rules::batch_scheduler::BatchScheduler;
 use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
 use kuberay_rayhead::RoutingOptions;
@@ -31,6 +32,10 @@ pub struct OperatorConfig {
     pub api_rate_limit: Option<ApiRateLimit>,
     /// KubeRay's feature gates (`--feature-gates`), handed to every plugin in its configuration.
     pub feature_gates: FeatureGates,
+    /// KubeRay's batch scheduler (`--batch-scheduler`), handed to the plugins (`batchScheduler`); its PodGroup
+    /// kind, if it has one, must be served at start. The policy's other PodGroup kinds are taken out (neither
+    /// watched nor written).
+    pub batch_scheduler: Option<BatchScheduler>,
     /// KubeRay's environment toggles, handed to the plugins.
     pub kuberay_env: KubeRayEnv,
     /// What KubeRay's Configuration file adds to Ray Pods, handed to the plugins (`kuberayConfiguration`).
@@ -85,6 +90,7 @@ impl OperatorConfig {
             reconcile_concurrency: None,
             api_rate_limit: None,
             feature_gates: FeatureGates::default(),
+            batch_scheduler: None,
             kuberay_env: KubeRayEnv::default(),
             pod_defaults: None,
             debounce: Duration::from_millis(100),

@@ -8,6 +8,7 @@
 //! shutdown it stops the controllers, lets running reconciles finish, and releases the Lease.
 
 mod config;
+mod integrations;
 mod plugins;
 mod term;
 
@@ -50,6 +51,9 @@ pub enum OperatorError {
     /// The leader election's settings do not work together.
     #[error(transparent)]
     LeaderElection(#[from] leadership::ConfigError),
+    /// What the operator was started with cannot work with this API server.
+    #[error("{0}")]
+    Start(String),
 }
 
 async fn kube_config(config: &OperatorConfig) -> Result<kube::Config, OperatorError> {
@@ -167,6 +171,9 @@ async fn operate(
         ray_config.default_retry = false;
         api_client(ray_config, &metrics, rate_limit.as_ref())?
     };
+    if let Some(scheduler) = config.batch_scheduler {
+        integrations::batch_scheduler_served(&client, scheduler).await?;
+    }
     let sandbox = sandbox(&config, &metrics)?;
     let scope = if config.watch_namespaces.is_empty() {
         WatchScope::All
@@ -261,10 +268,10 @@ fn sandbox(config: &OperatorConfig, metrics: &Metrics) -> Result<Arc<Sandbox>, O
                 memory_bytes: config.plugin_memory_bytes,
                 budget: config.plugin_budget,
             },
-            policy: config
-                .policy
-                .clone()
-                .unwrap_or_else(|| Arc::new(Policy::builtin())),
+            policy: {
+                let policy = config.policy.as_deref().cloned().unwrap_or_else(Policy::builtin);
+                Arc::new(policy.without_kinds(&integrations::unused_kinds(config)))
+            },
             // Reconciles are bounded by the concurrency; plugin loads during a rescan need a few more.
             max_concurrent_calls: u32::from(config.concurrency) * 2 + 8,
             compiler: config.compiler.clone().map(|executable| ChildCompiler {
@@ -276,6 +283,7 @@ fn sandbox(config: &OperatorConfig, metrics: &Metrics) -> Result<Arc<Sandbox>, O
                 &config.routing.cluster_domain,
                 &config.feature_gates,
                 &config.kuberay_env,
+                config.batch_scheduler,
                 config.pod_defaults.as_ref(),
             ),
         },

@@ -56,4 +56,4 @@ pub(crate) use kuberay_admission::budget::{self, MAX_EVENT_NOTE_BYTES, TokenBuck
 pub use kuberay_admission::budget::{CallBudget, RateBudget};
 pub use plugin::{LoadError, LoadedPlugin};
 pub(crate) use registry::PluginSlot;
-pub use registry::{Sandbox, SandboxConfig, SandboxError, base_config};
+pub use registry::{Sandbox, SandboxConfig, SandboxError, base_config, default_base_config};

@@ -11,7 +11,10 @@ use std::{
 };
 
 use kuberay_plugin_sdk::{Kind, PluginMetadata};
-use kuberay_rules::config::{CLUSTER_DOMAIN, FEATURE_GATES, KUBERAY_CONFIGURATION, KUBERAY_ENV};
+use kuberay_rules::{
+    batch_scheduler::{BATCH_SCHEDULER, BatchScheduler},
+    config::{CLUSTER_DOMAIN, FEATURE_GATES, KUBERAY_CONFIGURATION, KUBERAY_ENV},
+};
 use wasmtime::{Engine, component::Linker};
 
 use super::{
@@ -50,12 +53,13 @@ pub struct SandboxConfig {
 
 /// The operator's part of every plugin's configuration: the cluster's DNS domain (`--cluster-domain`, or
 /// `CLUSTER_DOMAIN` as for KubeRay), KubeRay's feature gates (`--feature-gates`), KubeRay's environment
-/// toggles the operator was started with and, with `--config`, what KubeRay's Configuration file adds to Ray
-/// Pods.
+/// toggles the operator was started with, its batch scheduler (`--batch-scheduler`) and, with `--config`, what
+/// KubeRay's Configuration file adds to Ray Pods.
 pub fn base_config(
     cluster_domain: &str,
     gates: &FeatureGates,
     env: &KubeRayEnv,
+    batch_scheduler: Option<BatchScheduler>,
     pod_defaults: Option<&serde_json::Value>,
 ) -> serde_json::Map<String, serde_json::Value> {
     [
@@ -64,8 +68,21 @@ pub fn base_config(
         (KUBERAY_ENV.to_string(), env.to_config()),
     ]
     .into_iter()
+    .chain(batch_scheduler.map(|s| (BATCH_SCHEDULER.to_string(), s.name().into())))
     .chain(pod_defaults.map(|d| (KUBERAY_CONFIGURATION.to_string(), d.clone())))
     .collect()
+}
+
+/// [`base_config`] of an operator started with KubeRay's defaults in a cluster with the default domain, as
+/// plugins read it outside a cluster (`plugin run`, `plugin check`).
+pub fn default_base_config() -> serde_json::Map<String, serde_json::Value> {
+    base_config(
+        kuberay_rayhead::DEFAULT_CLUSTER_DOMAIN,
+        &FeatureGates::default(),
+        &KubeRayEnv::default(),
+        None,
+        None,
+    )
 }
 
 /// What serves a kind.

@@ -36,7 +36,7 @@ use crate::support::{
 /// Every series KubeRay's operator dashboard (`config/grafana/KubeRay-Operator.json` in KubeRay's repository:
 /// its panels and the variables that list controllers) and its alerts read, plus the rest of the families a
 /// KubeRay operator exports (names as facts): each must have at least one sample after the samples ran.
-const KUBERAY_METRICS: [&str; 25] = [
+const KUBERAY_METRICS: [&str; 27] = [
     // The dashboard's panels and variables.
     "controller_runtime_active_workers",
     "controller_runtime_reconcile_total",
@@ -59,6 +59,8 @@ const KUBERAY_METRICS: [&str; 25] = [
     "workqueue_queue_duration_seconds_bucket",
     "workqueue_work_duration_seconds_bucket",
     "workqueue_retries_total",
+    "workqueue_unfinished_work_seconds",
+    "workqueue_longest_running_processor_seconds",
     "rest_client_requests_total",
     "rest_client_request_duration_seconds_bucket",
     "process_cpu_seconds_total",

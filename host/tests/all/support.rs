@@ -153,6 +153,10 @@ pub struct OperatorOptions {
     pub kuberay_env: Option<kuberay_wasm::kuberay_env::KubeRayEnv>,
     /// What KubeRay's Configuration file adds to Ray Pods (`--config`).
     pub pod_defaults: Option<Value>,
+    /// `--feature-gates`, if not KubeRay's defaults.
+    pub feature_gates: Option<kuberay_wasm::kuberay_flags::FeatureGates>,
+    /// `--batch-scheduler`.
+    pub batch_scheduler: Option<kuberay_rules::batch_scheduler::BatchScheduler>,
     /// Serve `ReconcilePlugin` resources (`--plugin-resources`) with these options.
     pub resources: Option<kuberay_wasm::reconcileplugin::ResourceOptions>,
 }
@@ -211,6 +215,8 @@ impl Default for OperatorOptions {
             cluster_domain: None,
             kuberay_env: None,
             pod_defaults: None,
+            feature_gates: None,
+            batch_scheduler: None,
         }
     }
 }
@@ -324,6 +330,10 @@ pub async fn start_operator_watching(
         config.kuberay_env = kuberay_env;
     }
     config.pod_defaults = options.pod_defaults;
+    if let Some(gates) = options.feature_gates {
+        config.feature_gates = gates;
+    }
+    config.batch_scheduler = options.batch_scheduler;
     if let Some(concurrency) = options.concurrency {
         config = config.with_concurrency(concurrency);
     }

@@ -142,6 +142,9 @@ pub struct Sources {
     pub plugin_events: Permissions,
     /// Their pull Secrets, in the operator's namespace (the other Role of `base/rbac-plugins.yaml`).
     pub pull_secrets: Permissions,
+    /// What a batch scheduler with PodGroups adds (`components/<scheduler>/rbac-<scheduler>.yaml`), by its
+    /// `--batch-scheduler` name: `volcano` and `scheduler-plugins`.
+    pub batch_schedulers: std::collections::BTreeMap<&'static str, Permissions>,
 }
 
 /// The namespace Events about cluster-scoped objects are recorded in (kube's event recorder's choice).
@@ -165,6 +168,13 @@ impl Sources {
             plugins: granted_by(&plugins, "ClusterRole", None)?,
             plugin_events: granted_by(&plugins, "Role", Some(EVENTS_OF_CLUSTER_SCOPED))?,
             pull_secrets: granted_by(&plugins, "Role", Some("kuberay-system"))?,
+            batch_schedulers: ["volcano", "scheduler-plugins"]
+                .into_iter()
+                .map(|s| {
+                    let file = format!("components/{s}/rbac-{s}.yaml");
+                    Ok((s, granted_by(&read(&file)?, "ClusterRole", None)?))
+                })
+                .collect::<Result<_>>()?,
         })
     }
 

@@ -651,6 +651,17 @@ impl Policy {
         self
     }
 
+    /// This policy with `kinds` taken out of every entry's `owns` and `verbs`: the kinds of an integration
+    /// the operator was not started with (a batch scheduler's PodGroups, a gated feature's objects), which it
+    /// then neither watches nor needs the rights of; a plugin that writes one anyway is refused.
+    pub fn without_kinds(mut self, kinds: &[Kind]) -> Self {
+        for entry in &mut self.entries {
+            entry.owns.retain(|k| !kinds.contains(k));
+            entry.verbs.retain(|k, _| !kinds.contains(k));
+        }
+        self
+    }
+
     /// This policy without the entry of the `ReconcilePlugin` resource `name` (a file's entry stays).
     pub fn without_resource(&self, name: &str) -> Self {
         let mut policy = self.clone();
@@ -702,6 +713,21 @@ mod tests {
                 .iter()
                 .any(|e| e.owns.contains(&pod) || e.verbs.contains_key(&pod))
         );
+    }
+
+    #[test]
+    fn kinds_taken_out_are_neither_owned_nor_granted() {
+        let policy = Policy::parse(
+            "plugins:\n- {name: a, file: a.wasm, reconciles: x.io/v1/A, owns: [v1/Pod, x.io/v1/B],\n   \
+             verbs: {v1/Pod: [get], x.io/v1/B: [get, create]}}\n",
+        )
+        .unwrap();
+        let b = Kind::new("x.io", "v1", "B");
+        let narrowed = policy.without_kinds(std::slice::from_ref(&b));
+        let entry = narrowed.entry_named("a").unwrap();
+        assert!(!entry.owns.contains(&b) && !entry.verbs.contains_key(&b));
+        let pod = Kind::new("", "v1", "Pod");
+        assert!(entry.owns.contains(&pod) && entry.verbs.contains_key(&pod));
     }
 
     #[test]

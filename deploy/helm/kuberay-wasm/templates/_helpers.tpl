@@ -48,11 +48,24 @@ with "kind" and "name" of that one object (a Role).
 {{- end -}}
 {{- end -}}
 
-{{/* The operator's rules in the release's routing mode: direct's, and the proxy subresources in proxy mode. */}}
+{{/* The operator's rules in the release's routing mode: direct's, and the proxy subresources in proxy mode; the
+PodGroups of the batch scheduler it is started with, where that scheduler has them (Volcano, scheduler-plugins). */}}
 {{- define "kuberay-wasm.rules" -}}
 {{ include "kuberay-wasm.rulesOf" (dict "root" . "file" "files/rbac.yaml") }}
 {{- if eq (include "kuberay-wasm.settings" . | fromJson).routing "proxy" }}
 {{ include "kuberay-wasm.rulesOf" (dict "root" . "file" "files/rbac-proxy.yaml") }}
+{{- end -}}
+{{- $scheduler := include "kuberay-wasm.batchScheduler" . -}}
+{{- if has $scheduler (list "volcano" "scheduler-plugins") }}
+{{ include "kuberay-wasm.rulesOf" (dict "root" . "file" (printf "files/rbac-%s.yaml" $scheduler)) }}
+{{- end -}}
+{{- end -}}
+
+{{/* The batch scheduler the operator runs with, as KubeRay reads its values: `enabled` (deprecated) is Volcano,
+else `name` (empty: none). */}}
+{{- define "kuberay-wasm.batchScheduler" -}}
+{{- with .Values.batchScheduler -}}
+{{- if .enabled -}}volcano{{- else -}}{{ .name | default "" }}{{- end -}}
 {{- end -}}
 {{- end -}}
 

@@ -16,8 +16,8 @@ Deployment, so `helm install` and `helm template` stop before anything is create
 {{- fail (printf "image.repository is %s, KubeRay's operator image, which cannot run this chart's Deployment (its arguments are kuberay-wasm's): set image.repository and image.tag to the kuberay-wasm image (deploy/image/Containerfile), or leave image out of the values for the chart's default" .Values.image.repository) -}}
 {{- end -}}
 {{- with .Values.batchScheduler -}}
-{{- if or .enabled .name -}}
-{{- fail (printf "batchScheduler (enabled: %v, name: %q) asks for a batch scheduler integration (Volcano, YuniKorn, Kai, scheduler-plugins), which kuberay-wasm does not implement yet (its operator refuses --batch-scheduler too): leave batchScheduler.enabled false and batchScheduler.name empty" (.enabled | default false) (toString (.name | default ""))) -}}
+{{- if and .enabled .name -}}
+{{- fail (printf "batchScheduler: enabled (deprecated, Volcano) and name (%q) are both set, which KubeRay's operator refuses too: set name only" .name) -}}
 {{- end -}}
 {{- end -}}
 {{- if and .Values.configuration .Values.configuration.enabled -}}

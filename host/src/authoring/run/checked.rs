@@ -29,7 +29,7 @@ use crate::{
     metrics::Metrics,
     policy::{Policy, grant::grant_for_entry},
     sandbox::{
-        CallBudget, LoadError, TokenBucket, base_config,
+        CallBudget, LoadError, TokenBucket, default_base_config,
         gate::{CallContext, Gate},
         log_guard::LogRate,
     },
@@ -97,12 +97,7 @@ impl CheckedHost {
         };
         let granted = grant_for_entry(&chosen.policy, entry, &metadata, CallBudget::default())
             .map_err(|e| refused(LoadError::Refused(e)))?;
-        let mut config = base_config(
-            kuberay_rayhead::DEFAULT_CLUSTER_DOMAIN,
-            &Default::default(),
-            &Default::default(),
-            None,
-        );
+        let mut config = default_base_config();
         config.extend(entry.config.clone());
         P::check_config(&config)
             .map_err(|m| refused(LoadError::Metadata(format!("configuration refused: {m}"))))?;

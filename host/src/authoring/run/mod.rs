@@ -156,12 +156,7 @@ pub async fn run(options: &RunOptions) -> Result<Report, RunError> {
             max_concurrent_calls: 2,
             compiler: options.compiler.clone(),
             // The configuration a plugin reads in a cluster with the default domain.
-            base_config: crate::sandbox::base_config(
-                kuberay_rayhead::DEFAULT_CLUSTER_DOMAIN,
-                &Default::default(),
-                &Default::default(),
-                None,
-            ),
+            base_config: crate::sandbox::default_base_config(),
         },
         Metrics::new(),
     )?;

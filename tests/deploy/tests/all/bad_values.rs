@@ -138,15 +138,18 @@ const CASES: &[(&[&str], &str)] = &[
         &["-f", crate::kuberay_values::KUBERAY_DEFAULTS],
         "image.repository is quay.io/kuberay/operator, KubeRay's operator image",
     ),
+    // KubeRay's operator refuses both at once, and a scheduler it does not know.
+    (
+        &[
+            "--set",
+            "batchScheduler.enabled=true",
+            "--set",
+            "batchScheduler.name=yunikorn",
+        ],
+        "batchScheduler: enabled (deprecated, Volcano) and name (\"yunikorn\") are both set",
+    ),
+    (&["--set", "batchScheduler.name=slurm"], "batchScheduler.name"),
     // KubeRay's values for what kuberay-wasm does not do.
-    (
-        &["--set", "batchScheduler.enabled=true"],
-        "asks for a batch scheduler integration",
-    ),
-    (
-        &["--set", "batchScheduler.name=volcano"],
-        "batchScheduler (enabled: false, name: \"volcano\") asks for a batch scheduler integration",
-    ),
     (
         &["--set", "configuration.enabled=true"],
         "configuration.enabled asks the chart to render KubeRay's Configuration file, which this chart does not do yet",

@@ -211,6 +211,40 @@ fn kuberays_names_for_the_charts_settings_set_them() {
     assert_eq!(kinds(&objects, "Deployment"), ["kuberay-wasm"]);
 }
 
+/// batchScheduler: KubeRay's flags, and the rights on the PodGroups of the schedulers that have them (as KubeRay's
+/// chart adds them), nothing for the others.
+#[test]
+fn kuberays_batch_scheduler_values_set_the_flag_and_the_podgroup_rights() {
+    let tools = tools();
+    let sources = Sources::read().unwrap();
+    let cases: [(&[&str], &str, Option<&str>); 5] = [
+        (&["--set", "batchScheduler.name=volcano"], "--batch-scheduler=volcano", Some("volcano")),
+        (&["--set", "batchScheduler.enabled=true"], "--enable-batch-scheduler", Some("volcano")),
+        (
+            &["--set", "batchScheduler.name=scheduler-plugins"],
+            "--batch-scheduler=scheduler-plugins",
+            Some("scheduler-plugins"),
+        ),
+        (&["--set", "batchScheduler.name=yunikorn"], "--batch-scheduler=yunikorn", None),
+        (&["--set", "batchScheduler.name=kai-scheduler"], "--batch-scheduler=kai-scheduler", None),
+    ];
+    for (values, flag, rights) in cases {
+        let objects = tools.template("ops", values).unwrap();
+        let args = container_args(one(&objects, "Deployment").unwrap());
+        assert!(args.contains(&flag.to_string()), "{values:?}: {args:?}");
+        let granted = granted_by(&operator_rbac(&objects), "ClusterRole", None).unwrap();
+        let mut expected = sources.watched(false);
+        if let Some(scheduler) = rights {
+            expected.extend(sources.batch_schedulers[scheduler].iter().cloned());
+        }
+        let expected: std::collections::BTreeSet<_> = expected.union(&sources.plugins).cloned().collect();
+        assert_eq!(granted, expected, "{values:?}");
+    }
+    let none = tools.template("ops", &[]).unwrap();
+    let args = container_args(one(&none, "Deployment").unwrap());
+    assert!(!args.iter().any(|a| a.contains("batch-scheduler")), "{args:?}");
+}
+
 /// singleNamespaceInstall: the release namespace watched (when no namespace is named) with namespaced RBAC only;
 /// crNamespacedRbacEnable false leaves the operator's rights there to someone else.
 #[test]

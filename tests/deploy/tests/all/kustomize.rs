@@ -105,3 +105,52 @@ fn the_chart_and_the_overlays_grant_the_same_and_run_the_same_operator() {
 fn pod_of(objects: &[Value]) -> &Value {
     &one(objects, "Deployment").unwrap()["spec"]["template"]["spec"]
 }
+
+/// Each batch scheduler component, added to the direct overlay, starts the operator with KubeRay's flag for it
+/// and grants what the chart grants with the same `batchScheduler.name`.
+#[test]
+fn the_batch_scheduler_components_match_the_charts_batch_scheduler_values() {
+    let tools = tools();
+    let sources = Sources::read().unwrap();
+    let kustomize = tools.root().join("deploy/kustomize");
+    for scheduler in ["volcano", "scheduler-plugins", "yunikorn", "kai-scheduler"] {
+        let overlay = std::env::temp_dir().join(format!(
+            "kuberay-wasm-component-{scheduler}-{}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&overlay).unwrap();
+        std::fs::write(
+            overlay.join("kustomization.yaml"),
+            format!(
+                "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- {}\ncomponents:\n- {}\n",
+                kustomize.join("overlays/direct").display(),
+                kustomize.join("components").join(scheduler).display(),
+            ),
+        )
+        .unwrap();
+        let kustomized = tools.build(&overlay.display().to_string());
+        std::fs::remove_dir_all(&overlay).unwrap();
+        let kustomized = kustomized.unwrap();
+        let args = container_args(one(&kustomized, "Deployment").unwrap());
+        assert!(
+            args.contains(&format!("--batch-scheduler={scheduler}")),
+            "{scheduler}: {args:?}"
+        );
+        let mut expected = sources.watched(false);
+        expected.extend(sources.plugins.iter().cloned());
+        if let Some(podgroups) = sources.batch_schedulers.get(scheduler) {
+            expected.extend(podgroups.iter().cloned());
+        }
+        let granted = granted_by(&kustomized, "ClusterRole", None).unwrap();
+        assert_eq!(granted, expected, "{scheduler}");
+        let name = format!("batchScheduler.name={scheduler}");
+        let charted = tools
+            .template("kuberay-system", &["--include-crds", "--set", &name])
+            .unwrap();
+        assert_eq!(
+            granted_by(&operator_rbac(&charted), "ClusterRole", None).unwrap(),
+            granted,
+            "{scheduler}: the chart grants the same"
+        );
+    }
+}
