@@ -137,17 +137,7 @@ pub fn num_of_hosts(group: &WorkerGroupSpec) -> i32 {
 
 /// Replicas the group wants: `replicas` clamped to `[minReplicas, maxReplicas]`, 0 when suspended.
 pub fn desired_replicas(group: &WorkerGroupSpec) -> i32 {
-    if group_suspended(group) {
-        return 0;
-    }
-    let min = group.min_replicas.unwrap_or(0);
-    let max = group.max_replicas.unwrap_or(i32::MAX);
-    match group.replicas {
-        None => min,
-        Some(r) if r < min => min,
-        Some(r) if r > max => max,
-        Some(r) => r,
-    }
+    kuberay_rules::resources::desired_replicas(group)
 }
 
 /// Worker Pods the group wants: desired replicas × hosts per replica.

@@ -20,7 +20,7 @@ pub mod pod;
 pub mod pod_state;
 pub mod pods;
 pub mod probes;
-pub mod quantity;
+pub use kuberay_rules::quantity;
 pub mod ray_start;
 pub mod reconcile;
 pub mod redis_cleanup;
