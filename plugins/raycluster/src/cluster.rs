@@ -10,7 +10,7 @@ use kuberay_crds::{
     constants::{annotations, labels},
 };
 
-use kuberay_rules::operator_env::OperatorEnv;
+use kuberay_rules::{batch_scheduler::BatchScheduler, operator_env::OperatorEnv};
 
 use crate::consts::DEFAULT_GCS_SERVER_PORT;
 
@@ -24,6 +24,8 @@ pub struct Identity {
     pub cluster_domain: String,
     /// KubeRay's operator environment toggles (the plugin's `kuberayEnv` configuration).
     pub env: OperatorEnv,
+    /// The batch scheduler (the plugin's `batchScheduler` configuration), if any.
+    pub batch_scheduler: Option<BatchScheduler>,
 }
 
 impl Identity {
@@ -35,6 +37,7 @@ impl Identity {
             uid: meta.uid.clone().unwrap_or_default(),
             cluster_domain: crate::consts::CLUSTER_DOMAIN.to_string(),
             env: OperatorEnv::default(),
+            batch_scheduler: None,
         }
     }
 }
@@ -137,17 +140,7 @@ pub fn num_of_hosts(group: &WorkerGroupSpec) -> i32 {
 
 /// Replicas the group wants: `replicas` clamped to `[minReplicas, maxReplicas]`, 0 when suspended.
 pub fn desired_replicas(group: &WorkerGroupSpec) -> i32 {
-    if group_suspended(group) {
-        return 0;
-    }
-    let min = group.min_replicas.unwrap_or(0);
-    let max = group.max_replicas.unwrap_or(i32::MAX);
-    match group.replicas {
-        None => min,
-        Some(r) if r < min => min,
-        Some(r) if r > max => max,
-        Some(r) => r,
-    }
+    kuberay_rules::resources::desired_replicas(group)
 }
 
 /// Worker Pods the group wants: desired replicas × hosts per replica.

@@ -10,6 +10,8 @@ use kuberay_plugin_sdk::{Event, Host, HostError, Kind, LogLevel, TypedHost, sele
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::Value;
 
+use kuberay_rules::batch_scheduler::BatchScheduler;
+
 use crate::cluster::Identity;
 
 /// Why the reconcile pipeline stopped before its end.
@@ -71,7 +73,10 @@ impl<'h, H: Host> Ctx<'h, H> {
         {
             id.cluster_domain = domain;
         }
-        id.env = kuberay_rules::operator_env::OperatorEnv::from_config(&host.config());
+        let config = host.config();
+        id.env = kuberay_rules::operator_env::OperatorEnv::from_config(&config);
+        // An unknown scheduler never gets here: `config::check` refuses it when the plugin is loaded.
+        id.batch_scheduler = BatchScheduler::from_config(&config).ok().flatten();
         Self {
             host,
             cluster,

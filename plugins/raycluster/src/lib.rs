@@ -9,6 +9,7 @@
 
 pub mod auth;
 pub mod autoscaler;
+pub mod batch;
 pub mod cluster;
 pub mod conditions;
 pub mod consts;
@@ -20,7 +21,7 @@ pub mod pod;
 pub mod pod_state;
 pub mod pods;
 pub mod probes;
-pub mod quantity;
+pub use kuberay_rules::quantity;
 pub mod ray_start;
 pub mod reconcile;
 pub mod redis_cleanup;
@@ -45,6 +46,7 @@ use kuberay_plugin_sdk::{
     Capability, Host, Kind, Outcome, Plugin, PluginMetadata, ReconcileError, Request,
     Verb::{Apply, ApplyStatus, Create, Delete, Finalize, Get, List, RecordEvent},
 };
+use kuberay_rules::batch_scheduler::{scheduler_plugins, volcano};
 
 /// The plugin, as the host sees it.
 pub struct RayClusterPlugin;
@@ -65,6 +67,10 @@ impl Plugin for RayClusterPlugin {
             (Kind::of::<Job>(), vec![Get, List, Apply]),
             // Only for `authOptions.mode: token` without `secretName`: the generated token.
             (Kind::of::<Secret>(), vec![Get, Create]),
+            // The PodGroups of `batchScheduler: volcano` and `scheduler-plugins` (watched only where their
+            // CRDs are installed).
+            (volcano::kind(), vec![Get, Create, Apply]),
+            (scheduler_plugins::kind(), vec![Get, Create]),
         ];
         let mut capabilities = vec![Capability::new(
             Kind::of::<RayCluster>(),

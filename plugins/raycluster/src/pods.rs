@@ -10,6 +10,7 @@ use kuberay_plugin_sdk::{Event, Host, HostError, Kind, LogLevel};
 use kuberay_rules::labels;
 
 use crate::{
+    batch,
     consts::{KUBERAY_VERSION, action, reason},
     context::{Ctx, Failure},
     pod::head,
@@ -132,6 +133,7 @@ pub fn reconcile_pods<H: Host>(ctx: &Ctx<'_, H>) -> Result<(), Failure> {
         return delete_all_or_fail(ctx, &why);
     }
 
+    batch::submit(ctx)?;
     reconcile_head(ctx, &heads, &hash)?;
 
     for group in cluster.spec.worker_group_specs.iter().flatten() {
@@ -191,7 +193,8 @@ fn create_head<H: Host>(ctx: &Ctx<'_, H>, hash: &str) -> Result<(), Failure> {
         );
         return Ok(());
     }
-    let pod = head::build(cluster, &ctx.id, Some(hash)).map_err(|e| Failure::pause(e.0))?;
+    let mut pod = head::build(cluster, &ctx.id, Some(hash)).map_err(|e| Failure::pause(e.0))?;
+    batch::decorate(ctx, &mut pod, kuberay_crds::constants::HEAD_GROUP_NAME);
     match ctx.create(&pod) {
         Ok(created) => {
             let name = pod_state::name(&created);

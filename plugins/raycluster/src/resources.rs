@@ -3,64 +3,10 @@
 //! containers' requests, or limits where no request is set; sums keep the first operand's format, as
 //! Go's quantity arithmetic does.
 
-use std::collections::BTreeMap;
+use crate::{quantity::Quantity, ray_start::is_gpu_resource};
 
-use k8s_openapi::api::core::v1::PodSpec;
-use kuberay_crds::RayClusterSpec;
-
-use crate::{
-    cluster::{group_suspended, num_of_hosts},
-    quantity::Quantity,
-    ray_start::is_gpu_resource,
-};
-
-pub type ResourceList = BTreeMap<String, Quantity>;
-
-fn pod_resources(spec: Option<&PodSpec>) -> ResourceList {
-    let mut total = ResourceList::new();
-    for container in spec.map(|s| s.containers.as_slice()).unwrap_or_default() {
-        let resources = container.resources.as_ref();
-        let mut own: BTreeMap<&String, Quantity> = resources
-            .and_then(|r| r.requests.as_ref())
-            .into_iter()
-            .flatten()
-            .map(|(k, v)| (k, Quantity::parse_or_zero(&v.0)))
-            .collect();
-        for (name, value) in resources.and_then(|r| r.limits.as_ref()).into_iter().flatten() {
-            own.entry(name)
-                .or_insert_with(|| Quantity::parse_or_zero(&value.0));
-        }
-        for (name, value) in own {
-            let sum = total.remove(name).map_or(value, |t| t.plus(value));
-            total.insert(name.clone(), sum);
-        }
-    }
-    total
-}
-
-/// The head plus every non-suspended group at `replicas × numOfHosts` (unclamped, as KubeRay counts).
-pub fn desired(spec: &RayClusterSpec) -> ResourceList {
-    let mut lists = vec![pod_resources(spec.head_group_spec.template.spec.as_ref())];
-    for group in spec.worker_group_specs.iter().flatten() {
-        if group_suspended(group) {
-            continue;
-        }
-        let pods = i64::from(group.replicas.unwrap_or(0)) * i64::from(num_of_hosts(group));
-        let list = pod_resources(group.template.spec.as_ref())
-            .into_iter()
-            .map(|(k, v)| (k, v.times(pods)))
-            .collect();
-        lists.push(list);
-    }
-    let mut total = ResourceList::new();
-    for list in lists {
-        for (name, value) in list {
-            let sum = total.remove(&name).map_or(value, |t| t.plus(value));
-            total.insert(name, sum);
-        }
-    }
-    total
-}
+/// Resource names and their quantities (`kuberay_rules::resources`).
+pub use kuberay_rules::resources::{ResourceList, desired};
 
 /// All GPU kinds together (`nvidia.com/gpu`, MIG slices, ...).
 pub fn gpus(total: &ResourceList) -> Quantity {
@@ -72,11 +18,12 @@ pub fn gpus(total: &ResourceList) -> Quantity {
 
 #[cfg(test)]
 mod tests {
+    use k8s_openapi::api::core::v1::PodSpec;
     use k8s_openapi::{
         api::core::v1::{Container, PodTemplateSpec, ResourceRequirements},
         apimachinery::pkg::api::resource::Quantity as Q,
     };
-    use kuberay_crds::WorkerGroupSpec;
+    use kuberay_crds::{RayClusterSpec, WorkerGroupSpec};
 
     use super::*;
 

@@ -9,6 +9,7 @@ use kuberay_crds::{WorkerGroupSpec, constants::labels, reasons};
 use kuberay_plugin_sdk::{Event, Host, Kind};
 
 use crate::{
+    batch,
     consts::{action, reason},
     context::{Ctx, Failure},
     pod::worker::{self, Placement},
@@ -45,7 +46,8 @@ pub(crate) fn create_worker<H: Host>(
     group: &WorkerGroupSpec,
     placement: &Placement,
 ) -> Result<(), Failure> {
-    let pod = worker::build(&ctx.cluster, &ctx.id, group, placement).map_err(|e| Failure::pause(e.0))?;
+    let mut pod = worker::build(&ctx.cluster, &ctx.id, group, placement).map_err(|e| Failure::pause(e.0))?;
+    batch::decorate(ctx, &mut pod, &group.group_name);
     match ctx.create(&pod) {
         Ok(created) => {
             ctx.event(

@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::{operator_env::PodDefaults, syntax::is_dns1123_subdomain};
+use crate::{batch_scheduler::BatchScheduler, operator_env::PodDefaults, syntax::is_dns1123_subdomain};
 
 /// The cluster's DNS domain (`--cluster-domain`, KubeRay's `CLUSTER_DOMAIN`), in head addresses.
 pub const CLUSTER_DOMAIN: &str = "clusterDomain";
@@ -12,13 +12,19 @@ pub const CLUSTER_DOMAIN: &str = "clusterDomain";
 /// names and booleans, every gate KubeRay v1.7 has.
 pub const FEATURE_GATES: &str = "featureGates";
 
+/// The batch scheduler KubeRay integrates with (`--batch-scheduler`): `volcano`, `yunikorn`, `kai-scheduler`
+/// or `scheduler-plugins`; absent or empty for none.
+pub use crate::batch_scheduler::BATCH_SCHEDULER;
+
 /// The keys of KubeRay's environment toggles and Configuration, which `operator_env` reads.
 pub use crate::operator_env::{KUBERAY_CONFIGURATION, KUBERAY_ENV};
 
 /// Refuses a configuration whose `clusterDomain` is not a DNS subdomain, whose `featureGates` is not an
-/// object of booleans or whose `kuberayEnv` is not an object of strings; a configuration without them is fine
-/// (the plugins then use `cluster.local` and KubeRay's defaults).
+/// object of booleans, whose `kuberayEnv` is not an object of strings or whose `batchScheduler` is not a
+/// scheduler KubeRay knows (with KubeRay's message); a configuration without them is fine (the plugins then
+/// use `cluster.local`, KubeRay's defaults and no batch scheduler).
 pub fn check(config: &Map<String, Value>) -> Result<(), String> {
+    BatchScheduler::from_config(config).map_err(|e| e.to_string())?;
     match config.get(CLUSTER_DOMAIN) {
         None => {}
         Some(Value::String(domain)) if is_dns1123_subdomain(domain) => {}
@@ -79,6 +85,26 @@ mod tests {
             let error = check(&config(json!({ "clusterDomain": bad }))).unwrap_err();
             assert!(error.contains("clusterDomain must be a DNS subdomain"), "{error}");
         }
+    }
+
+    #[test]
+    fn a_batch_scheduler_must_be_one_kuberay_knows() {
+        for name in ["", "volcano", "yunikorn", "kai-scheduler", "scheduler-plugins"] {
+            assert_eq!(
+                check(&config(json!({ "batchScheduler": name }))),
+                Ok(()),
+                "{name}"
+            );
+        }
+        assert_eq!(
+            check(&config(json!({"batchScheduler": "kube-batch"}))),
+            Err("the scheduler is not supported, name=kube-batch".to_string())
+        );
+        let error = check(&config(json!({"batchScheduler": 3}))).unwrap_err();
+        assert!(
+            error.contains("batchScheduler must be the name of a batch scheduler"),
+            "{error}"
+        );
     }
 
     #[test]

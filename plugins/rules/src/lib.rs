@@ -12,6 +12,9 @@
 //! - [`env`]: container environment variables, added without overriding the user's;
 //! - [`auth`]: token authentication of the containers that talk to Ray (`authOptions`);
 //! - [`hash`]: the spec hashes KubeRay stores on Pods and RayClusters;
+//! - [`quantity`]: resource quantities with Go's arithmetic and canonical strings;
+//! - [`batch_scheduler`]: what KubeRay's batch-scheduler integrations write (schedulerName, labels,
+//!   annotations, PodGroups);
 //! - [`time`]: the host's clock in whole seconds, as Kubernetes stores it;
 //! - [`report`]: a write followed by a Normal or Warning event, the way KubeRay reports what it did.
 //!
@@ -20,6 +23,7 @@
 #![forbid(unsafe_code)]
 
 pub mod auth;
+pub mod batch_scheduler;
 pub mod config;
 pub mod consts;
 pub mod env;
@@ -28,6 +32,8 @@ pub mod labels;
 pub mod names;
 pub mod operator_env;
 pub mod ports;
+pub mod quantity;
 pub mod report;
+pub mod resources;
 pub mod syntax;
 pub mod time;

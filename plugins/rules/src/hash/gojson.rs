@@ -19,6 +19,15 @@ pub fn encode(ty: usize, value: &Value) -> String {
     out
 }
 
+/// The type of the member `name` of the struct `index` (through pointers), if it has one.
+pub fn member(index: usize, name: &str) -> Option<usize> {
+    match ty(index) {
+        Ty::Ptr(elem) => member(*elem, name),
+        Ty::Struct(fields) => fields.iter().find(|f| f.name == name).map(|f| f.ty),
+        _ => None,
+    }
+}
+
 fn ty(index: usize) -> &'static Ty {
     // The generated table only refers to its own entries; an out-of-range index would be a generator bug,
     // written as a raw value rather than a panic.

@@ -58,6 +58,24 @@ pub fn without_replicas_and_workers_to_delete(spec: &RayClusterSpec) -> String {
     hash_value(to_value(spec))
 }
 
+/// What Go's `json.Marshal` writes for the Pod spec member `member` (`affinity`, `tolerations`,
+/// `nodeSelector`, ...) given as the API server's JSON, from the same table of Go types as the hashes; `None`
+/// if a Pod spec has no such member.
+pub fn pod_spec_member_json(member: &str, value: &Value) -> Option<String> {
+    let path = ["headGroupSpec", "template", "spec", member];
+    let index = path.iter().try_fold(go_types::RAY_CLUSTER_SPEC, |index, name| {
+        gojson::member(index, name)
+    })?;
+    Some(gojson::encode(index, value))
+}
+
+/// A JSON string as Go's encoder writes it (HTML-safe).
+pub fn go_string(text: &str) -> String {
+    let mut out = String::new();
+    gojson::string(text, &mut out);
+    out
+}
+
 fn to_value(spec: &RayClusterSpec) -> Value {
     // Serializing these types cannot fail (no maps with non-string keys); `null` would hash as the zero spec.
     let mut value = serde_json::to_value(spec).unwrap_or(Value::Null);

@@ -105,6 +105,7 @@ impl Quantity {
         Self::parse(text).unwrap_or_default()
     }
 
+    /// Whether the quantity is zero.
     pub fn is_zero(&self) -> bool {
         self.value == 0
     }
@@ -152,6 +153,7 @@ impl Quantity {
         }
     }
 
+    /// Compares the values, whatever their formats (Go's `Quantity.Cmp`).
     pub fn cmp_value(&self, other: &Self) -> Ordering {
         let scale = self.scale.min(other.scale);
         let a = self.value.saturating_mul(pow10(self.scale - scale));
