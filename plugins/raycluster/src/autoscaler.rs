@@ -128,6 +128,7 @@ mod tests {
             uid: "u".into(),
             cluster_domain: "cluster.local".into(),
             env: OperatorEnv::default(),
+            gates: crate::gates::Gates::default(),
         };
         let role = build_role(&id);
         assert_eq!(role.metadata.name, Some(names::check_name(&id.name)));

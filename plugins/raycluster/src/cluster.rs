@@ -12,7 +12,7 @@ use kuberay_crds::{
 
 use kuberay_rules::operator_env::OperatorEnv;
 
-use crate::consts::DEFAULT_GCS_SERVER_PORT;
+use crate::{consts::DEFAULT_GCS_SERVER_PORT, gates::Gates};
 
 /// The cluster's name, namespace and uid, which nearly every object built for it needs.
 #[derive(Debug, Clone)]
@@ -24,6 +24,8 @@ pub struct Identity {
     pub cluster_domain: String,
     /// KubeRay's operator environment toggles (the plugin's `kuberayEnv` configuration).
     pub env: OperatorEnv,
+    /// The feature gates the plugin reads (the plugin's `featureGates` configuration).
+    pub gates: Gates,
 }
 
 impl Identity {
@@ -35,6 +37,7 @@ impl Identity {
             uid: meta.uid.clone().unwrap_or_default(),
             cluster_domain: crate::consts::CLUSTER_DOMAIN.to_string(),
             env: OperatorEnv::default(),
+            gates: Gates::default(),
         }
     }
 }

@@ -71,7 +71,9 @@ impl<'h, H: Host> Ctx<'h, H> {
         {
             id.cluster_domain = domain;
         }
-        id.env = kuberay_rules::operator_env::OperatorEnv::from_config(&host.config());
+        let config = host.config();
+        id.env = kuberay_rules::operator_env::OperatorEnv::from_config(&config);
+        id.gates = crate::gates::Gates::from_config(&config);
         Self {
             host,
             cluster,
