@@ -307,6 +307,10 @@ fn create_or_update<H: Host>(ctx: &Ctx<'_, H>, desired: &NetworkPolicy) -> Resul
     }
     let mut wanted = desired.spec.clone().unwrap_or_default();
     default_protocols(&mut wanted);
+    // The API server defaults protocols on what it stores; a cache that has not seen that yet must not
+    // make a difference either.
+    let mut stored = live.spec.clone().unwrap_or_default();
+    default_protocols(&mut stored);
     let live_labels = live.metadata.labels.clone().unwrap_or_default();
     let labels_held = desired
         .metadata
@@ -314,7 +318,7 @@ fn create_or_update<H: Host>(ctx: &Ctx<'_, H>, desired: &NetworkPolicy) -> Resul
         .iter()
         .flatten()
         .all(|(k, v)| live_labels.get(k) == Some(v));
-    if live.spec.as_ref() == Some(&wanted) && labels_held {
+    if stored == wanted && labels_held {
         return Ok(());
     }
     write(
