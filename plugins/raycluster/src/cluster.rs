@@ -12,7 +12,7 @@ use kuberay_crds::{
 
 use kuberay_rules::{batch_scheduler::BatchScheduler, operator_env::OperatorEnv};
 
-use crate::consts::DEFAULT_GCS_SERVER_PORT;
+use crate::{consts::DEFAULT_GCS_SERVER_PORT, gates::Gates};
 
 /// The cluster's name, namespace and uid, which nearly every object built for it needs.
 #[derive(Debug, Clone)]
@@ -26,6 +26,8 @@ pub struct Identity {
     pub env: OperatorEnv,
     /// The batch scheduler (the plugin's `batchScheduler` configuration), if any.
     pub batch_scheduler: Option<BatchScheduler>,
+    /// The feature gates the plugin reads (the plugin's `featureGates` configuration).
+    pub gates: Gates,
 }
 
 impl Identity {
@@ -38,6 +40,7 @@ impl Identity {
             cluster_domain: crate::consts::CLUSTER_DOMAIN.to_string(),
             env: OperatorEnv::default(),
             batch_scheduler: None,
+            gates: Gates::default(),
         }
     }
 }

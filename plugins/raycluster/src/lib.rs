@@ -14,8 +14,10 @@ pub mod cluster;
 pub mod conditions;
 pub mod consts;
 pub mod context;
+pub mod gates;
 pub mod ingress;
 pub mod multi_host;
+pub mod network_policy;
 pub mod objects;
 pub mod pod;
 pub mod pod_state;
@@ -38,7 +40,7 @@ pub mod worker_pods;
 use k8s_openapi::api::{
     batch::v1::Job,
     core::v1::{Pod, Secret, Service, ServiceAccount},
-    networking::v1::Ingress,
+    networking::v1::{Ingress, NetworkPolicy},
     rbac::v1::{Role, RoleBinding},
 };
 use kuberay_crds::{RayCluster, constants::finalizers};
@@ -64,6 +66,8 @@ impl Plugin for RayClusterPlugin {
             (Kind::of::<Role>(), vec![Get, Apply]),
             (Kind::of::<RoleBinding>(), vec![Get, Apply]),
             (Kind::of::<Ingress>(), vec![Get, Apply]),
+            // Only with the RayClusterNetworkPolicy gate on.
+            (Kind::of::<NetworkPolicy>(), vec![Get, List, Apply, Delete]),
             (Kind::of::<Job>(), vec![Get, List, Apply]),
             // Only for `authOptions.mode: token` without `secretName`: the generated token.
             (Kind::of::<Secret>(), vec![Get, Create]),

@@ -14,7 +14,7 @@ use crate::{
     auth, cluster,
     consts::{action, reason},
     context::{Ctx, Failure},
-    objects, pods, redis_cleanup, service,
+    network_policy, objects, pods, redis_cleanup, service,
     status::{self, Observed},
     validation,
 };
@@ -75,10 +75,14 @@ pub fn reconcile<H: Host>(host: &H, request: Request) -> Result<Outcome, Reconci
         return Ok(Outcome::done());
     }
     let ctx = Ctx::new(host, cluster);
+    // KubeRay's NetworkPolicy controller is a controller of its own: it runs whatever the RayCluster
+    // controller's validation says, and its failures neither stop the rest nor reach the status.
+    let isolation = network_policy::reconcile(&ctx).err();
     let cluster = &ctx.cluster;
     validation::validate_metadata(cluster)
         .map_err(|e| invalid(&ctx, reason::INVALID_METADATA, "metadata", &e))?;
-    validation::validate_spec(cluster).map_err(|e| invalid(&ctx, reason::INVALID_SPEC, "spec", &e))?;
+    validation::validate_spec(cluster, ctx.id.gates)
+        .map_err(|e| invalid(&ctx, reason::INVALID_SPEC, "spec", &e))?;
     // Warnings that do not block are recorded once per spec generation, not on every periodic resync.
     let first_look =
         cluster.status.as_ref().and_then(|s| s.observed_generation) != cluster.metadata.generation;
@@ -110,7 +114,7 @@ pub fn reconcile<H: Host>(host: &H, request: Request) -> Result<Outcome, Reconci
     }
     let status_written = report_status(&ctx, failure.as_ref())?;
 
-    match failure {
+    match failure.or(isolation) {
         Some(f) if f.host_error => Err(ReconcileError::Transient(f.message)),
         Some(_) => Ok(Outcome::requeue_after(SHORT_REQUEUE)),
         None if status_written || ctx.wrote() || ctx.settling() => Ok(Outcome::requeue_after(SHORT_REQUEUE)),

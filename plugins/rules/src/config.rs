@@ -16,6 +16,31 @@ pub const FEATURE_GATES: &str = "featureGates";
 /// or `scheduler-plugins`; absent or empty for none.
 pub use crate::batch_scheduler::BATCH_SCHEDULER;
 
+/// KubeRay v1.7's `RayClusterNetworkPolicy` gate (alpha, off by default): NetworkPolicies per RayCluster.
+pub const RAY_CLUSTER_NETWORK_POLICY: &str = "RayClusterNetworkPolicy";
+
+/// KubeRay v1.7's `RayClusterHistoryServer` gate (alpha, off by default): the history server's collector
+/// sidecar in Ray Pods.
+pub const RAY_CLUSTER_HISTORY_SERVER: &str = "RayClusterHistoryServer";
+
+/// KubeRay v1.7's gates that are on by default (its beta gates); every other gate is off by default.
+const ON_BY_DEFAULT: &[&str] = &[
+    "RayClusterStatusConditions",
+    "RayJobDeletionPolicy",
+    "RayMultiHostIndexing",
+    "RayServiceIncrementalUpgrade",
+];
+
+/// Whether feature gate `gate` is on in the plugin's configuration ([`FEATURE_GATES`]); a gate the
+/// configuration does not name (or names with something other than a boolean) has KubeRay v1.7's default.
+pub fn feature_gate(config: &Map<String, Value>, gate: &str) -> bool {
+    config
+        .get(FEATURE_GATES)
+        .and_then(|gates| gates.get(gate))
+        .and_then(Value::as_bool)
+        .unwrap_or_else(|| ON_BY_DEFAULT.contains(&gate))
+}
+
 /// The keys of KubeRay's environment toggles and Configuration, which `operator_env` reads.
 pub use crate::operator_env::{KUBERAY_CONFIGURATION, KUBERAY_ENV};
 
@@ -105,6 +130,21 @@ mod tests {
             error.contains("batchScheduler must be the name of a batch scheduler"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn a_gate_reads_as_configured_else_as_kuberays_default() {
+        let empty = config(json!({}));
+        assert!(!feature_gate(&empty, RAY_CLUSTER_NETWORK_POLICY));
+        assert!(!feature_gate(&empty, RAY_CLUSTER_HISTORY_SERVER));
+        assert!(feature_gate(&empty, "RayJobDeletionPolicy"));
+        let set = config(json!({"featureGates": {
+            "RayClusterNetworkPolicy": true,
+            "RayJobDeletionPolicy": false,
+        }}));
+        assert!(feature_gate(&set, RAY_CLUSTER_NETWORK_POLICY));
+        assert!(!feature_gate(&set, RAY_CLUSTER_HISTORY_SERVER));
+        assert!(!feature_gate(&set, "RayJobDeletionPolicy"));
     }
 
     #[test]

@@ -12,7 +12,7 @@ use kuberay_rules::{labels, names};
 
 use super::{
     BuildError, Finish, add_metrics_port, add_pod_defaults, autoscaler as pod_autoscaler, env, finish,
-    gcs_ft, meta_mut, ray_container,
+    gcs_ft, history, meta_mut, ray_container,
 };
 use crate::{
     auth, autoscaler,
@@ -95,6 +95,14 @@ pub fn build(cluster: &RayCluster, id: &Identity, spec_hash: Option<&str>) -> Re
             &id.name,
         );
     }
+    if let Some(options) = history::collector_options(cluster, id) {
+        let collector = history::collector(cluster, id, options, NodeType::Head, &fqdn);
+        template
+            .spec
+            .get_or_insert_with(Default::default)
+            .containers
+            .push(collector);
+    }
 
     add_pod_defaults(
         &mut template,
@@ -112,6 +120,7 @@ pub fn build(cluster: &RayCluster, id: &Identity, spec_hash: Option<&str>) -> Re
             fqdn: &fqdn,
             ray_version: spec.ray_version.as_deref().unwrap_or_default(),
             env: &id.env,
+            history_server: id.gates.history_server,
         },
     )?;
     if let Some(hash) = spec_hash {

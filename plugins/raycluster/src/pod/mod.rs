@@ -7,13 +7,14 @@ pub mod autoscaler;
 pub mod env;
 pub mod gcs_ft;
 pub mod head;
+pub mod history;
 pub mod worker;
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::{
     api::core::v1::{
-        Container, ContainerPort, EmptyDirVolumeSource, Pod, PodTemplateSpec, Volume, VolumeMount,
+        Container, ContainerPort, EmptyDirVolumeSource, Pod, PodSpec, PodTemplateSpec, Volume, VolumeMount,
     },
     apimachinery::pkg::{api::resource::Quantity, apis::meta::v1::ObjectMeta},
 };
@@ -102,6 +103,8 @@ pub struct Finish<'a> {
     pub ray_version: &'a str,
     /// KubeRay's environment toggles: the login shell and the probes.
     pub env: &'a OperatorEnv,
+    /// The `RayClusterHistoryServer` gate: a container named like the collector shares Ray's logs.
+    pub history_server: bool,
 }
 
 /// Turns a prepared template into the Pod to create (KubeRay's `BuildPod`).
@@ -157,6 +160,10 @@ pub fn finish(mut template: PodTemplateSpec, f: Finish<'_>) -> Result<Pod, Build
         }
     }
 
+    if f.history_server {
+        share_logs_with_collector(&mut spec);
+    }
+
     let ray = &mut spec.containers[0];
     let mut user_cmd = String::new();
     for part in ray.command.iter().flatten().chain(ray.args.iter().flatten()) {
@@ -179,11 +186,15 @@ pub fn finish(mut template: PodTemplateSpec, f: Finish<'_>) -> Result<Pod, Build
     for init in spec.init_containers.iter_mut().flatten() {
         env::set_init_container_env(init, f.fqdn);
     }
+    let export_events = f.history_server && history::has_collector(&spec.containers);
     let ray = &mut spec.containers[0];
     for var in &f.env.pod_defaults.default_container_envs {
         kuberay_rules::env::push_if_absent(ray, var.clone());
     }
     env::set_ray_container_env(ray, f.node, f.fqdn, f.head_port, &ray_start_cmd, f.creator);
+    if export_events {
+        history::set_ray_container_env(ray);
+    }
     if f.env.probes_injection {
         probes::inject(ray, f.node, f.creator, f.params, f.ray_version);
     }
@@ -193,6 +204,26 @@ pub fn finish(mut template: PodTemplateSpec, f: Finish<'_>) -> Result<Pod, Build
         spec: Some(spec),
         status: None,
     })
+}
+
+/// The history server's collector reads Ray's log directory: both mount the `ray-logs` emptyDir.
+fn share_logs_with_collector(spec: &mut PodSpec) {
+    let Some(index) = spec
+        .containers
+        .iter()
+        .position(|c| c.name == history::COLLECTOR_CONTAINER_NAME)
+    else {
+        return;
+    };
+    for i in [0, index] {
+        add_empty_dir(
+            &mut spec.volumes,
+            &mut spec.containers[i],
+            RAY_LOG_VOLUME_NAME,
+            RAY_LOG_MOUNT_PATH,
+            false,
+        );
+    }
 }
 
 /// Mounts an emptyDir at `path` unless the container mounts something there already. A memory-backed one

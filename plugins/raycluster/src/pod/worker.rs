@@ -15,7 +15,7 @@ use kuberay_crds::{
 use kuberay_rules::{labels, names};
 
 use super::{
-    BuildError, Finish, add_metrics_port, add_pod_defaults, finish, gcs_ft, meta_mut, ray_container,
+    BuildError, Finish, add_metrics_port, add_pod_defaults, finish, gcs_ft, history, meta_mut, ray_container,
     shell_command,
 };
 use crate::{
@@ -152,6 +152,14 @@ pub fn build(
             &id.name,
         );
     }
+    if let Some(options) = history::collector_options(cluster, id) {
+        let collector = history::collector(cluster, id, options, NodeType::Worker, &fqdn);
+        template
+            .spec
+            .get_or_insert_with(Default::default)
+            .containers
+            .push(collector);
+    }
     add_pod_defaults(
         &mut template,
         &id.env.pod_defaults.worker_sidecar_containers,
@@ -168,6 +176,7 @@ pub fn build(
             fqdn: &fqdn,
             ray_version: spec.ray_version.as_deref().unwrap_or_default(),
             env: &id.env,
+            history_server: id.gates.history_server,
         },
     )
 }

@@ -1,9 +1,10 @@
 //! KubeRay's admission rules for a RayCluster, checked before anything is created. An invalid cluster is
 //! reported with a Warning event and left alone until its spec changes. Rules about feature gates follow
-//! KubeRay's defaults: the alpha features (embedded GCS storage, NetworkPolicies, mTLS, the history
-//! server) are off, `RayJobDeletionPolicy` is on.
+//! KubeRay's defaults: the alpha features embedded GCS storage and mTLS are off, `RayJobDeletionPolicy` is
+//! on; NetworkPolicies and the history server follow the plugin's `featureGates` configuration ([`gated`]).
 
 mod fault_tolerance;
+pub mod gated;
 mod spec;
 
 use k8s_openapi::api::core::v1::Container;

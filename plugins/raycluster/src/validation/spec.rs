@@ -7,8 +7,12 @@ use kuberay_crds::{AuthMode, RayCluster, RayClusterSpec};
 
 use kuberay_rules::syntax;
 
-use super::{env_set, env_value, fault_tolerance::validate_fault_tolerance};
-use crate::{cluster, consts::env, version::ray_version_at_least};
+use super::{
+    env_set, env_value,
+    fault_tolerance::validate_fault_tolerance,
+    gated::{validate_history_server, validate_network_policy},
+};
+use crate::{cluster, consts::env, gates::Gates, version::ray_version_at_least};
 
 fn has_resource_params(params: Option<&BTreeMap<String, String>>) -> bool {
     let set = |k: &str| params.and_then(|p| p.get(k)).is_some_and(|v| !v.is_empty());
@@ -49,8 +53,8 @@ fn validate_group_fields(
     }
 }
 
-/// The rules of KubeRay's `ValidateRayClusterSpec`, in its order.
-pub fn validate_spec(cluster: &RayCluster) -> Result<(), String> {
+/// The rules of KubeRay's `ValidateRayClusterSpec`, in its order, under the feature gates `gates`.
+pub fn validate_spec(cluster: &RayCluster, gates: Gates) -> Result<(), String> {
     let spec = &cluster.spec;
     let head = &spec.head_group_spec;
     let head_container = head.template.spec.as_ref().and_then(|s| s.containers.first());
@@ -153,7 +157,7 @@ pub fn validate_spec(cluster: &RayCluster) -> Result<(), String> {
     if autoscaling {
         validate_autoscaling(spec, head_container)?;
     }
-    validate_options(spec)
+    validate_options(spec, gates)
 }
 
 fn validate_autoscaling(spec: &RayClusterSpec, head: Option<&Container>) -> Result<(), String> {
@@ -203,7 +207,7 @@ fn validate_autoscaling(spec: &RayClusterSpec, head: Option<&Container>) -> Resu
 }
 
 /// Autoscaler options, authentication and the feature-gated alpha features.
-fn validate_options(spec: &RayClusterSpec) -> Result<(), String> {
+fn validate_options(spec: &RayClusterSpec, gates: Gates) -> Result<(), String> {
     if let Some(options) = &spec.autoscaler_options {
         if let Some(timeout) = options.idle_timeout_seconds.filter(|t| *t < 0) {
             return Err(format!(
@@ -223,9 +227,7 @@ fn validate_options(spec: &RayClusterSpec) -> Result<(), String> {
             ));
         }
     }
-    if spec.history_server_options.is_some() {
-        return Err("RayClusterHistoryServer feature gate is not enabled".into());
-    }
+    validate_history_server(spec, gates)?;
     let auth = spec.auth_options.as_ref();
     let k8s_auth = auth.and_then(|a| a.enable_k8s_token_auth) == Some(true);
     if auth.and_then(|a| a.mode) == Some(AuthMode::Token) {
@@ -267,11 +269,7 @@ fn validate_options(spec: &RayClusterSpec) -> Result<(), String> {
             "authOptions.enableK8sTokenAuth is enabled but authOptions.mode not set to 'token'".into(),
         );
     }
-    if spec.network_policy.is_some() {
-        return Err(
-            "spec.networkPolicy requires the RayClusterNetworkPolicy feature gate to be enabled".into(),
-        );
-    }
+    validate_network_policy(spec, gates)?;
     if spec.tls_options.is_some() {
         return Err("spec.tlsOptions requires the RayClusterMTLS feature gate to be enabled".into());
     }

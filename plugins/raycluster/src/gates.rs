@@ -1,0 +1,24 @@
+//! The KubeRay feature gates that change what this plugin does, read once per reconcile from the plugin's
+//! `featureGates` configuration (absent gates have KubeRay v1.7's defaults: both off).
+
+use kuberay_rules::config::{RAY_CLUSTER_HISTORY_SERVER, RAY_CLUSTER_NETWORK_POLICY, feature_gate};
+use serde_json::{Map, Value};
+
+/// The gates' states for one reconcile.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Gates {
+    /// `RayClusterNetworkPolicy`: `spec.networkPolicy` is allowed and turned into NetworkPolicies.
+    pub network_policy: bool,
+    /// `RayClusterHistoryServer`: `spec.historyServerOptions` is allowed and adds the collector sidecar.
+    pub history_server: bool,
+}
+
+impl Gates {
+    /// The gates as `config` sets them.
+    pub fn from_config(config: &Map<String, Value>) -> Self {
+        Self {
+            network_policy: feature_gate(config, RAY_CLUSTER_NETWORK_POLICY),
+            history_server: feature_gate(config, RAY_CLUSTER_HISTORY_SERVER),
+        }
+    }
+}
