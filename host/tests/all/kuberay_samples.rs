@@ -279,57 +279,140 @@ fn logged_refusals(namespace: &str) -> Vec<String> {
 
 #[tokio::test]
 async fn kuberay_samples_make_what_kuberay_makes() {
-    let env = env().await;
-    let client = env.client().await.unwrap();
     let root = root();
     let filter = only();
-    let mut samples = Vec::new();
-    let mut goldens = Vec::new();
+    let mut cases = Vec::new();
     for sample in kuberay_samples::samples(&root).unwrap() {
         if !filter.is_empty() && !filter.iter().any(|f| sample.path.contains(f.as_str())) {
             continue;
         }
-        let path = kuberay_samples::golden_path(&root, &sample.path);
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-            panic!(
-                "no golden graph for {} ({}: {e}); record it with `make kuberay-samples-record`",
-                sample.path,
-                path.display()
-            )
-        });
-        goldens.push(from_golden(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display())));
-        samples.push(sample);
+        let golden = read_golden(&kuberay_samples::golden_path(&root, &sample.path), &sample.path);
+        cases.push((sample, golden));
     }
-    assert!(
-        !samples.is_empty(),
-        "no sample matches KUBERAY_SAMPLES={filter:?}"
-    );
-
-    let mut namespaces = Vec::new();
-    for sample in &samples {
-        namespaces.push(namespace(env, &kuberay_samples::namespace_prefix(&sample.path)).await);
-    }
-    let names: Vec<String> = namespaces.iter().map(|n| n.name().to_string()).collect();
-    let operator = start_operator_watching(
-        env,
-        names,
+    assert!(!cases.is_empty(), "no sample matches KUBERAY_SAMPLES={filter:?}");
+    let run = run_samples(
+        cases,
         OperatorOptions {
-            plugins: vec![
-                kuberay_plugin_artifacts::RAYCLUSTER,
-                kuberay_plugin_artifacts::RAYJOB,
-                kuberay_plugin_artifacts::RAYSERVICE,
-                kuberay_plugin_artifacts::RAYCRONJOB,
-            ],
-            policy: Some(policy_with("")),
             instance: Some("kuberay-samples".into()),
-            ..OperatorOptions::default()
+            ..samples_operator()
         },
     )
     .await;
+    let mut summary = run.summary("KubeRay v1.7.0 (golden graphs in tests/fixtures/kuberay-objects)");
+    // A documented difference that no longer occurs must go, and KubeRay's metric families must all be
+    // exported, as its dashboards and alerts read them (both only judged when every sample ran).
+    if filter.is_empty() {
+        let stale: Vec<String> = DIFFERENCES
+            .iter()
+            .zip(&run.used)
+            .filter(|(_, used)| !**used)
+            .map(|(d, _)| {
+                format!(
+                    "{:?} {} {} {} {:?} ({})",
+                    d.samples, d.section, d.kind, d.name, d.field, d.reason
+                )
+            })
+            .collect();
+        let missing_metrics = missing_kuberay_metrics(&run.exported);
+        if !missing_metrics.is_empty() {
+            let _ = writeln!(
+                summary,
+                "\nKubeRay's metrics missing from /metrics (or without data):\n  {}",
+                missing_metrics.join("\n  ")
+            );
+        }
+        if !stale.is_empty() {
+            let _ = writeln!(
+                summary,
+                "\ndeliberate differences that no longer occur (remove them from DIFFERENCES):\n  {}",
+                stale.join("\n  ")
+            );
+        }
+    }
+    assert!(summary.is_empty(), "{summary}");
+}
 
+/// The golden graph at `path` of `sample`, or a failure that says how to record it.
+pub(crate) fn read_golden(path: &std::path::Path, sample: &str) -> Graph {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| {
+        panic!(
+            "no golden graph for {sample} ({}: {e}); record it with `make kuberay-samples-record`",
+            path.display()
+        )
+    });
+    from_golden(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The operator the samples run under: the built-in policy and the four built-in plugins.
+pub(crate) fn samples_operator() -> OperatorOptions {
+    OperatorOptions {
+        plugins: vec![
+            kuberay_plugin_artifacts::RAYCLUSTER,
+            kuberay_plugin_artifacts::RAYJOB,
+            kuberay_plugin_artifacts::RAYSERVICE,
+            kuberay_plugin_artifacts::RAYCRONJOB,
+        ],
+        policy: Some(policy_with("")),
+        ..OperatorOptions::default()
+    }
+}
+
+/// What a run of samples against their golden graphs found.
+pub(crate) struct SamplesRun {
+    /// How many samples differ, and how.
+    failed: usize,
+    samples: usize,
+    report: String,
+    /// Calls the operator refused, and the first refusal it logged.
+    refused: f64,
+    refusal_lines: Vec<String>,
+    first_refusal: Option<String>,
+    /// Which of [`DIFFERENCES`] covered a mismatch.
+    used: Vec<bool>,
+    /// The operator's `/metrics` at the end.
+    exported: String,
+}
+
+impl SamplesRun {
+    /// What failed, empty if nothing did; `against` names the goldens.
+    pub(crate) fn summary(&self, against: &str) -> String {
+        let mut summary = String::new();
+        if self.failed > 0 {
+            let _ = writeln!(
+                summary,
+                "{} of {} samples differ from {against}:{}",
+                self.failed, self.samples, self.report
+            );
+        }
+        if self.refused > 0.0 {
+            let _ = writeln!(
+                summary,
+                "\n{} refused calls:\n  {}\n  first refusal logged: {}",
+                self.refused,
+                self.refusal_lines.join("\n  "),
+                self.first_refusal.clone().unwrap_or_default()
+            );
+        }
+        summary
+    }
+}
+
+/// Applies each sample into a namespace of its own, runs one operator with `options` watching them all, waits
+/// until each namespace's graph settles, and compares it with the sample's golden graph (up to
+/// [`DIFFERENCES`]), its `Reconciled` conditions and the refusals logged for it.
+pub(crate) async fn run_samples(cases: Vec<(kuberay_samples::Sample, Graph)>, options: OperatorOptions) -> SamplesRun {
+    let env = env().await;
+    let client = env.client().await.unwrap();
+    let mut namespaces = Vec::new();
+    for (sample, _) in &cases {
+        namespaces.push(namespace(env, &kuberay_samples::namespace_prefix(&sample.path)).await);
+    }
+    let names: Vec<String> = namespaces.iter().map(|n| n.name().to_string()).collect();
+    let operator = start_operator_watching(env, names, options).await;
     let discovery = Discovery::new(client.clone()).run().await.unwrap();
     let mut targets = Vec::new();
-    for (sample, ns) in samples.into_iter().zip(&namespaces) {
+    let mut goldens = Vec::new();
+    for ((sample, golden), ns) in cases.into_iter().zip(&namespaces) {
         let applied = kuberay_samples::apply(&client, &discovery, ns.name(), &sample)
             .await
             .unwrap_or_else(|e| panic!("{e}"));
@@ -338,6 +421,7 @@ async fn kuberay_samples_make_what_kuberay_makes() {
             namespace: ns.name().to_string(),
             applied,
         });
+        goldens.push(golden);
     }
     let settle = Settle {
         interval: Duration::from_secs(2),
@@ -355,22 +439,26 @@ async fn kuberay_samples_make_what_kuberay_makes() {
     )
     .await
     .unwrap();
-
-    let refused = operator.metric("kuberay_wasm_refused_calls_total", &[]);
-    let refusal_lines: Vec<String> = operator
-        .metrics
-        .encode()
-        .lines()
-        .filter(|l| l.starts_with("kuberay_wasm_refused_calls_total") && !l.ends_with(" 0"))
-        .map(str::to_string)
-        .collect();
-    let mut report = String::new();
-    let mut failed = 0;
-    let mut used = vec![false; DIFFERENCES.len()];
+    let mut run = SamplesRun {
+        failed: 0,
+        samples: targets.len(),
+        report: String::new(),
+        refused: operator.metric("kuberay_wasm_refused_calls_total", &[]),
+        refusal_lines: operator
+            .metrics
+            .encode()
+            .lines()
+            .filter(|l| l.starts_with("kuberay_wasm_refused_calls_total") && !l.ends_with(" 0"))
+            .map(str::to_string)
+            .collect(),
+        first_refusal: log_line(&["refused plugin="]),
+        used: vec![false; DIFFERENCES.len()],
+        exported: String::new(),
+    };
     for ((target, seen), golden) in targets.iter().zip(&observed).zip(&goldens) {
         let (left, covered) = unexplained(golden, &seen.graph);
         for i in covered {
-            used[i] = true;
+            run.used[i] = true;
         }
         let reconciled = reconciled_conditions(&client, &target.namespace).await;
         let refusals = logged_refusals(&target.namespace);
@@ -379,97 +467,56 @@ async fn kuberay_samples_make_what_kuberay_makes() {
         if left.is_empty() && refusals.is_empty() && !unexplained_conditions {
             continue;
         }
-        failed += 1;
-        let how = match seen.ended {
-            Ended::Accepted => "matched",
-            Ended::Quiet => "settled",
-            Ended::Deadline => "still changing",
-        };
-        let _ = writeln!(
-            report,
-            "\n{} (namespace {}, {how} after {:.0}s):",
-            target.sample.path,
-            target.namespace,
-            seen.after.as_secs_f64()
-        );
-        for r in &refusals {
-            let _ = writeln!(report, "  refused: {r}");
-        }
-        for r in &reconciled {
-            let _ = writeln!(
-                report,
-                "  {}: Reconciled={} ({}): {}",
-                r.object,
-                r.status,
-                r.reason,
-                r.message.replace('\n', " / ")
-            );
-        }
-        for m in &left {
-            let _ = writeln!(report, "  {m}");
-        }
+        run.failed += 1;
+        report_sample(&mut run.report, target, seen, &refusals, &reconciled, &left);
     }
-    // A documented difference that no longer occurs must go (only judged when every sample ran).
-    let stale: Vec<String> = if filter.is_empty() {
-        DIFFERENCES
-            .iter()
-            .zip(&used)
-            .filter(|(_, used)| !**used)
-            .map(|(d, _)| {
-                format!(
-                    "{:?} {} {} {} {:?} ({})",
-                    d.samples, d.section, d.kind, d.name, d.field, d.reason
-                )
-            })
-            .collect()
-    } else {
-        Vec::new()
-    };
-    // KubeRay's metric families, as its dashboards and alerts read them (only judged when every sample ran).
-    let exported = http_get(
+    run.exported = http_get(
         &format!("http://{}/metrics", operator.metrics_addr),
         Duration::from_secs(5),
     )
     .await
     .unwrap_or_default();
-    let missing_metrics = if filter.is_empty() {
-        missing_kuberay_metrics(&exported)
-    } else {
-        Vec::new()
-    };
-    let first_refusal = log_line(&["refused plugin="]);
     operator.stop().await;
-    let mut summary = String::new();
-    if failed > 0 {
+    run
+}
+
+/// What differs for one sample, appended to `report`.
+fn report_sample(
+    report: &mut String,
+    target: &Target,
+    seen: &kuberay_testenv::kuberay_samples::observe::Observed,
+    refusals: &[String],
+    reconciled: &[Reconciled],
+    left: &[Mismatch],
+) {
+    let how = match seen.ended {
+        Ended::Accepted => "matched",
+        Ended::Quiet => "settled",
+        Ended::Deadline => "still changing",
+    };
+    let _ = writeln!(
+        report,
+        "\n{} (namespace {}, {how} after {:.0}s):",
+        target.sample.path,
+        target.namespace,
+        seen.after.as_secs_f64()
+    );
+    for r in refusals {
+        let _ = writeln!(report, "  refused: {r}");
+    }
+    for r in reconciled {
         let _ = writeln!(
-            summary,
-            "{failed} of {} samples differ from KubeRay v1.7.0 (golden graphs in tests/fixtures/kuberay-objects):{report}",
-            targets.len()
+            report,
+            "  {}: Reconciled={} ({}): {}",
+            r.object,
+            r.status,
+            r.reason,
+            r.message.replace('\n', " / ")
         );
     }
-    if refused > 0.0 {
-        let _ = writeln!(
-            summary,
-            "\n{refused} refused calls:\n  {}\n  first refusal logged: {}",
-            refusal_lines.join("\n  "),
-            first_refusal.unwrap_or_default()
-        );
+    for m in left {
+        let _ = writeln!(report, "  {m}");
     }
-    if !missing_metrics.is_empty() {
-        let _ = writeln!(
-            summary,
-            "\nKubeRay's metrics missing from /metrics (or without data):\n  {}",
-            missing_metrics.join("\n  ")
-        );
-    }
-    if !stale.is_empty() {
-        let _ = writeln!(
-            summary,
-            "\ndeliberate differences that no longer occur (remove them from DIFFERENCES):\n  {}",
-            stale.join("\n  ")
-        );
-    }
-    assert!(summary.is_empty(), "{summary}");
 }
 
 /// Every sample has a golden graph or a reason to be skipped, every golden graph a sample, and the folder's

@@ -28,6 +28,7 @@ mod limits;
 mod plugin_config;
 mod plugin_signatures;
 mod policy;
+mod profiles;
 mod provenance;
 mod python_plugin;
 mod ray_routing;
