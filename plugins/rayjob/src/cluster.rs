@@ -12,6 +12,7 @@ use kuberay_crds::{
 use kuberay_plugin_sdk::{Event, Host, Kind, ReconcileError, TypedHost};
 
 use crate::{
+    batch,
     consts::{action, crd, reason},
     context::Ctx,
     spec, status,
@@ -85,7 +86,8 @@ pub fn get_or_create<H: Host>(
             "clusterSelector mode is enabled, but RayCluster {key} is not found"
         )));
     }
-    let cluster = build(&ctx.job, job_status, name, &ctx.env).map_err(ReconcileError::InvalidObject)?;
+    let mut cluster = build(&ctx.job, job_status, name, &ctx.env).map_err(ReconcileError::InvalidObject)?;
+    batch::decorate_cluster(ctx, &mut cluster);
     match ctx.host.create_as(&cluster) {
         Ok(created) => {
             ctx.event(

@@ -42,6 +42,8 @@ pub mod env {
 
 /// Event reasons, exactly as KubeRay records them.
 pub mod reason {
+    pub const BATCH_SCHEDULER_CLEANED_UP: &str = "BatchSchedulerCleanedUp";
+    pub const FAILED_TO_CLEANUP_BATCH_SCHEDULER: &str = "FailedToCleanupBatchScheduler";
     pub const INVALID_RAYJOB_SPEC: &str = "InvalidRayJobSpec";
     pub const INVALID_RAYJOB_METADATA: &str = "InvalidRayJobMetadata";
     pub const INVALID_RAYJOB_STATUS: &str = "InvalidRayJobStatus";

@@ -4,7 +4,7 @@
 use k8s_openapi::Resource;
 use kuberay_crds::{JobSubmissionMode, RayJob, RayJobSpec};
 use kuberay_plugin_sdk::{Event, Host, HostError, LogLevel, RayHead, TypedHost};
-use kuberay_rules::time;
+use kuberay_rules::{batch_scheduler::BatchScheduler, time};
 use serde::de::DeserializeOwned;
 
 use crate::spec;
@@ -19,15 +19,20 @@ pub struct Ctx<'h, H: Host> {
     pub now: i64,
     /// KubeRay's operator environment toggles (the plugin's `kuberayEnv` configuration).
     pub env: OperatorEnv,
+    /// The batch scheduler (the plugin's `batchScheduler` configuration), if any.
+    pub batch_scheduler: Option<BatchScheduler>,
 }
 
 impl<'h, H: Host> Ctx<'h, H> {
     pub fn new(host: &'h H, job: RayJob) -> Self {
         let name = job.metadata.name.clone().unwrap_or_default();
         let namespace = job.metadata.namespace.clone().unwrap_or_default();
+        let config = host.config();
         Self {
             now: time::now_seconds(host),
-            env: OperatorEnv::from_config(&host.config()),
+            env: OperatorEnv::from_config(&config),
+            // An unknown scheduler never gets here: `config::check` refuses it when the plugin is loaded.
+            batch_scheduler: BatchScheduler::from_config(&config).ok().flatten(),
             host,
             job,
             name,

@@ -8,6 +8,7 @@
 //! head [`service`], the [`dashboard`], the [`deadlines`], [`retry`], [`deletion`] after the job, and the
 //! finalizer's [`cleanup`]. [`status`] is the only writer of the status.
 
+pub mod batch;
 pub mod cleanup;
 pub mod cluster;
 pub mod consts;
@@ -33,6 +34,7 @@ use kuberay_plugin_sdk::{
     Capability, Host, Kind, Outcome, Plugin, PluginMetadata, ReconcileError, Request,
     Verb::{Apply, ApplyStatus, Create, Delete, Finalize, Get, List, RecordEvent},
 };
+use kuberay_rules::batch_scheduler::volcano;
 
 /// The plugin, as the host sees it.
 pub struct RayJobPlugin;
@@ -59,6 +61,8 @@ impl Plugin for RayJobPlugin {
             ),
             // The SidecarMode submitter's state is in the head Pod's container statuses.
             Capability::new(Kind::of::<Pod>(), &[List]),
+            // Volcano's PodGroup of the RayJob (`batchScheduler: volcano`), not watched, as KubeRay's.
+            Capability::new(volcano::kind(), &[Get, Create, Apply]),
         ];
         capabilities.extend(
             owned

@@ -8,7 +8,7 @@ use kuberay_plugin_sdk::{Event, Host, LogLevel, Outcome, ReconcileError, Request
 use serde_json::Value;
 
 use crate::{
-    cleanup,
+    batch, cleanup,
     consts::{REQUEUE, REQUEUE_AFTER_WRITE, action, reason},
     context::Ctx,
     deletion, retry,
@@ -52,7 +52,7 @@ pub fn reconcile<H: Host>(host: &H, request: Request) -> Result<Outcome, Reconci
         JobDeploymentStatus::Running => running::run(&ctx, &mut new)?,
         JobDeploymentStatus::Suspending | JobDeploymentStatus::Retrying => suspend::release(&ctx, &mut new)?,
         JobDeploymentStatus::Suspended => suspend::suspended(&ctx, &mut new),
-        JobDeploymentStatus::Complete | JobDeploymentStatus::Failed => Step::Stop(deletion::run(&ctx, &new)?),
+        JobDeploymentStatus::Complete | JobDeploymentStatus::Failed => Step::Stop(finished(&ctx, &new)?),
         JobDeploymentStatus::ValidationFailed => Step::Stop(Outcome::done()),
         JobDeploymentStatus::Other(other) => {
             ctx.log(LogLevel::Warn, &format!("unknown jobDeploymentStatus {other:?}"));
@@ -72,6 +72,19 @@ pub fn reconcile<H: Host>(host: &H, request: Request) -> Result<Outcome, Reconci
             }))
         }
     }
+}
+
+/// `Complete` and `Failed`: the deletions after the job, then (whatever they did) the batch scheduler's
+/// clean-up, whose failure is only logged, as KubeRay's deferred call does.
+fn finished<H: Host>(ctx: &Ctx<'_, H>, job_status: &RayJobStatus) -> Result<Outcome, ReconcileError> {
+    let outcome = deletion::run(ctx, job_status);
+    if let Err(e) = batch::cleanup(ctx, job_status) {
+        ctx.log(
+            LogLevel::Warn,
+            &format!("Failed to cleanup batch scheduler resources: {e}"),
+        );
+    }
+    outcome
 }
 
 /// KubeRay ends an invalid RayJob in `ValidationFailed` and leaves it there; the event is recorded when the

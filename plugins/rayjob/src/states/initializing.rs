@@ -7,7 +7,7 @@ use kuberay_crds::{ClusterState, JobDeploymentStatus, JobSubmissionMode, RayJobS
 use kuberay_plugin_sdk::{Host, LogLevel, ReconcileError};
 
 use super::{Step, suspend};
-use crate::{cluster, context::Ctx, dashboard, deadlines, status, submitter::k8s_job};
+use crate::{batch, cluster, context::Ctx, dashboard, deadlines, status, submitter::k8s_job};
 
 pub fn run<H: Host>(ctx: &Ctx<'_, H>, job_status: &mut RayJobStatus) -> Result<Step, ReconcileError> {
     if suspend::requested(ctx, job_status)
@@ -16,6 +16,7 @@ pub fn run<H: Host>(ctx: &Ctx<'_, H>, job_status: &mut RayJobStatus) -> Result<S
     {
         return Ok(Step::Record);
     }
+    batch::submit(ctx)?;
     let cluster = cluster::get_or_create(ctx, job_status)?;
     if status::dashboard_url(job_status).is_empty() {
         let ready = cluster.status.as_ref().and_then(|s| s.state.as_ref()) == Some(&ClusterState::Ready);

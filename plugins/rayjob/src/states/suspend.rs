@@ -10,7 +10,7 @@ use kuberay_plugin_sdk::{Event, Host, Kind, LogLevel, Outcome, ReconcileError};
 
 use super::Step;
 use crate::{
-    cluster,
+    batch, cluster,
     consts::{REQUEUE, action, reason},
     context::Ctx,
     spec, status,
@@ -36,6 +36,7 @@ pub fn release<H: Host>(ctx: &Ctx<'_, H>, job_status: &mut RayJobStatus) -> Resu
         );
         return Ok(Step::Stop(Outcome::requeue_after(REQUEUE)));
     }
+    batch::cleanup(ctx, job_status)?;
     let next = match status::deployment(job_status) {
         JobDeploymentStatus::Suspending => JobDeploymentStatus::Suspended,
         _ => JobDeploymentStatus::New,

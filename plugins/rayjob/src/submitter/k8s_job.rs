@@ -19,6 +19,7 @@ use kuberay_rules::time;
 
 use super::{Check, add_token_volume, configure, default_container};
 use crate::{
+    batch,
     consts::{COMPONENT_NAME, DEFAULT_SUBMITTER_BACKOFF_LIMIT, action, crd, reason},
     context::Ctx,
     status,
@@ -120,7 +121,11 @@ pub fn create_if_needed<H: Host>(
     if ctx.get::<Job>(&ctx.name)?.is_some() {
         return Ok(());
     }
-    let submitter = build(&ctx.job, job_status, cluster, &ctx.env).map_err(ReconcileError::InvalidObject)?;
+    let mut submitter =
+        build(&ctx.job, job_status, cluster, &ctx.env).map_err(ReconcileError::InvalidObject)?;
+    if let Some(spec) = submitter.spec.as_mut() {
+        batch::decorate_submitter(ctx, &mut spec.template);
+    }
     let key = ctx.key(&ctx.name);
     match ctx.host.create_as(&submitter) {
         Ok(_) => {
