@@ -79,7 +79,7 @@ const GATES: &[Gate] = &[
         ..gate("RayCronJob", false, "alpha", Support::Both)
     },
     gate("SidecarSubmitterRestart", false, "alpha", Support::Missing),
-    gate("RayClusterNetworkPolicy", false, "alpha", Support::Missing),
+    gate("RayClusterNetworkPolicy", false, "alpha", Support::Both),
     gate(
         "GCSFaultToleranceEmbeddedStorage",
         false,
@@ -87,7 +87,7 @@ const GATES: &[Gate] = &[
         Support::Missing,
     ),
     gate("RayClusterMTLS", false, "alpha", Support::Missing),
-    gate("RayClusterHistoryServer", false, "alpha", Support::Missing),
+    gate("RayClusterHistoryServer", false, "alpha", Support::Both),
     gate("KubernetesWAS", false, "alpha", Support::Missing),
 ];
 
@@ -286,6 +286,18 @@ mod tests {
             .to_string();
         assert!(error.contains("cannot be turned off"), "{error}");
         assert!(FeatureGates::parse("RayClusterMTLS=false").is_ok());
+    }
+
+    #[test]
+    fn the_network_policy_and_history_server_gates_turn_on_and_reach_the_plugins() {
+        let gates = FeatureGates::parse("RayClusterNetworkPolicy=true,RayClusterHistoryServer=true").unwrap();
+        assert!(gates.enabled("RayClusterNetworkPolicy"));
+        assert!(gates.enabled("RayClusterHistoryServer"));
+        assert_eq!(gates.to_config()["RayClusterNetworkPolicy"], true);
+        assert_eq!(gates.to_config()["RayClusterHistoryServer"], true);
+        assert!(gates.disabled_plugins().is_empty());
+        let off = FeatureGates::parse("RayClusterNetworkPolicy=false").unwrap();
+        assert_eq!(off.to_config()["RayClusterNetworkPolicy"], false);
     }
 
     #[test]
