@@ -218,7 +218,10 @@ mod tests {
         assert_eq!(s.pod_defaults["defaultContainerEnvs"][0]["value"], "acme");
         assert_eq!(s.pod_defaults["defaultPodLabels"]["team"], "platform");
         let s = settings("batchScheduler: yunikorn\n").unwrap();
-        assert_eq!((s.batch_scheduler.as_deref(), s.enable_batch_scheduler), (Some("yunikorn"), false));
+        assert_eq!(
+            (s.batch_scheduler.as_deref(), s.enable_batch_scheduler),
+            (Some("yunikorn"), false)
+        );
         let s = settings("enableBatchScheduler: true\nbatchScheduler: \"\"\n").unwrap();
         assert_eq!((s.batch_scheduler, s.enable_batch_scheduler), (None, true));
     }

@@ -201,7 +201,9 @@ pub fn batch_scheduler(name: Option<&str>, enable: bool) -> Result<Option<BatchS
         ));
     }
     if enable {
-        tracing::info!("--enable-batch-scheduler is deprecated (as in KubeRay): it means --batch-scheduler=volcano");
+        tracing::info!(
+            "--enable-batch-scheduler is deprecated (as in KubeRay): it means --batch-scheduler=volcano"
+        );
         return Ok(Some(BatchScheduler::Volcano));
     }
     BatchScheduler::parse(name)
@@ -319,12 +321,20 @@ mod tests {
         assert_eq!(batch_scheduler(None, false), Ok(None));
         assert_eq!(batch_scheduler(Some(""), false), Ok(None));
         for scheduler in BatchScheduler::ALL {
-            assert_eq!(batch_scheduler(Some(scheduler.name()), false), Ok(Some(scheduler)));
+            assert_eq!(
+                batch_scheduler(Some(scheduler.name()), false),
+                Ok(Some(scheduler))
+            );
         }
         assert_eq!(batch_scheduler(None, true), Ok(Some(BatchScheduler::Volcano)));
         assert_eq!(batch_scheduler(Some(""), true), Ok(Some(BatchScheduler::Volcano)));
         let both = batch_scheduler(Some("yunikorn"), true).unwrap_err().to_string();
-        assert!(both.contains("both feature flags enable-batch-scheduler (deprecated) and batch-scheduler are set"), "{both}");
+        assert!(
+            both.contains(
+                "both feature flags enable-batch-scheduler (deprecated) and batch-scheduler are set"
+            ),
+            "{both}"
+        );
         let unknown = batch_scheduler(Some("slurm"), false).unwrap_err().to_string();
         assert_eq!(unknown, "scheduler is not supported, name=slurm");
     }

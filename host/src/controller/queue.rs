@@ -112,7 +112,8 @@ mod tests {
             ),
             1.0
         );
-        let longest = r#"workqueue_longest_running_processor_seconds{name="raycluster",controller="raycluster"}"#;
+        let longest =
+            r#"workqueue_longest_running_processor_seconds{name="raycluster",controller="raycluster"}"#;
         std::thread::sleep(Duration::from_millis(10));
         assert!(sample(&metrics, longest) > 0.0, "a reconcile runs");
         queue.ended(running, Duration::from_millis(20), ReconcileResult::Error);

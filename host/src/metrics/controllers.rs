@@ -271,7 +271,12 @@ impl ControllerHandle {
     }
 
     /// A reconcile ended after `took`, with `result`.
-    pub(crate) fn reconcile_ended(&self, running: RunningToken, took: std::time::Duration, result: ReconcileResult) {
+    pub(crate) fn reconcile_ended(
+        &self,
+        running: RunningToken,
+        took: std::time::Duration,
+        result: ReconcileResult,
+    ) {
         drop(running);
         let metrics = &self.metrics;
         metrics.active.get_or_create(&self.controller).dec();

@@ -49,7 +49,10 @@ impl InFlight {
 
     /// `controller` exists: its gauges are exported (at zero) from now on.
     pub(crate) fn controller(&self, controller: &str) {
-        self.lock().by_controller.entry(controller.to_string()).or_default();
+        self.lock()
+            .by_controller
+            .entry(controller.to_string())
+            .or_default();
     }
 
     /// A reconcile of `controller` starts now.
@@ -75,8 +78,12 @@ impl InFlight {
             .by_controller
             .iter()
             .map(|(controller, running)| {
-                let ages = running.values().map(|at| now.saturating_duration_since(*at).as_secs_f64());
-                let (sum, longest) = ages.fold((0.0, 0.0), |(sum, max): (f64, f64), age| (sum + age, max.max(age)));
+                let ages = running
+                    .values()
+                    .map(|at| now.saturating_duration_since(*at).as_secs_f64());
+                let (sum, longest) = ages.fold((0.0, 0.0), |(sum, max): (f64, f64), age| {
+                    (sum + age, max.max(age))
+                });
                 (controller.clone(), sum, longest)
             })
             .collect()
@@ -134,7 +141,8 @@ mod tests {
         };
         in_flight.controller("raycluster");
         let unfinished = r#"workqueue_unfinished_work_seconds{name="raycluster",controller="raycluster"}"#;
-        let longest = r#"workqueue_longest_running_processor_seconds{name="raycluster",controller="raycluster"}"#;
+        let longest =
+            r#"workqueue_longest_running_processor_seconds{name="raycluster",controller="raycluster"}"#;
         assert_eq!(value(&scrape(), unfinished), 0.0);
         let first = in_flight.start("raycluster");
         std::thread::sleep(Duration::from_millis(60));

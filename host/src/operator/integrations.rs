@@ -95,11 +95,17 @@ mod tests {
                 .unwrap_err()
                 .to_string();
             let name = scheduler.name();
-            assert!(error.contains(&format!("--batch-scheduler={name} needs")), "{error}");
+            assert!(
+                error.contains(&format!("--batch-scheduler={name} needs")),
+                "{error}"
+            );
             assert!(error.contains("PodGroup"), "{error}");
         }
         for scheduler in [BatchScheduler::YuniKorn, BatchScheduler::KaiScheduler] {
-            assert!(batch_scheduler_served(&client, scheduler).await.is_ok(), "{scheduler:?}");
+            assert!(
+                batch_scheduler_served(&client, scheduler).await.is_ok(),
+                "{scheduler:?}"
+            );
         }
     }
 
@@ -109,11 +115,15 @@ mod tests {
         let volcano = volcano::kind();
         let plugins = scheduler_plugins::kind();
         let network_policy = Kind::new("networking.k8s.io", "v1", "NetworkPolicy");
-        assert_eq!(unused_kinds(&config), [volcano.clone(), plugins.clone(), network_policy.clone()]);
+        assert_eq!(
+            unused_kinds(&config),
+            [volcano.clone(), plugins.clone(), network_policy.clone()]
+        );
         config.batch_scheduler = Some(BatchScheduler::Volcano);
         assert_eq!(unused_kinds(&config), [plugins.clone(), network_policy.clone()]);
         config.batch_scheduler = Some(BatchScheduler::YuniKorn);
-        config.feature_gates = crate::kuberay_flags::FeatureGates::parse("RayClusterNetworkPolicy=true").unwrap();
+        config.feature_gates =
+            crate::kuberay_flags::FeatureGates::parse("RayClusterNetworkPolicy=true").unwrap();
         assert_eq!(unused_kinds(&config), [volcano, plugins]);
     }
 }

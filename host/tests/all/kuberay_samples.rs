@@ -400,7 +400,10 @@ impl SamplesRun {
 /// Applies each sample into a namespace of its own, runs one operator with `options` watching them all, waits
 /// until each namespace's graph settles, and compares it with the sample's golden graph (up to
 /// [`DIFFERENCES`]), its `Reconciled` conditions and the refusals logged for it.
-pub(crate) async fn run_samples(cases: Vec<(kuberay_samples::Sample, Graph)>, options: OperatorOptions) -> SamplesRun {
+pub(crate) async fn run_samples(
+    cases: Vec<(kuberay_samples::Sample, Graph)>,
+    options: OperatorOptions,
+) -> SamplesRun {
     let env = env().await;
     let client = env.client().await.unwrap();
     let mut namespaces = Vec::new();

@@ -27,7 +27,11 @@ async fn batch_scheduler_and_feature_gate_samples_make_what_kuberay_makes() {
                     (sample, golden)
                 })
                 .collect();
-            let gates: Vec<String> = profile.feature_gates.iter().map(|g| format!("{g}=true")).collect();
+            let gates: Vec<String> = profile
+                .feature_gates
+                .iter()
+                .map(|g| format!("{g}=true"))
+                .collect();
             let options = OperatorOptions {
                 instance: Some(format!("profile-{}", profile.name)),
                 batch_scheduler: profile

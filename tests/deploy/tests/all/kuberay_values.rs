@@ -218,15 +218,31 @@ fn kuberays_batch_scheduler_values_set_the_flag_and_the_podgroup_rights() {
     let tools = tools();
     let sources = Sources::read().unwrap();
     let cases: [(&[&str], &str, Option<&str>); 5] = [
-        (&["--set", "batchScheduler.name=volcano"], "--batch-scheduler=volcano", Some("volcano")),
-        (&["--set", "batchScheduler.enabled=true"], "--enable-batch-scheduler", Some("volcano")),
+        (
+            &["--set", "batchScheduler.name=volcano"],
+            "--batch-scheduler=volcano",
+            Some("volcano"),
+        ),
+        (
+            &["--set", "batchScheduler.enabled=true"],
+            "--enable-batch-scheduler",
+            Some("volcano"),
+        ),
         (
             &["--set", "batchScheduler.name=scheduler-plugins"],
             "--batch-scheduler=scheduler-plugins",
             Some("scheduler-plugins"),
         ),
-        (&["--set", "batchScheduler.name=yunikorn"], "--batch-scheduler=yunikorn", None),
-        (&["--set", "batchScheduler.name=kai-scheduler"], "--batch-scheduler=kai-scheduler", None),
+        (
+            &["--set", "batchScheduler.name=yunikorn"],
+            "--batch-scheduler=yunikorn",
+            None,
+        ),
+        (
+            &["--set", "batchScheduler.name=kai-scheduler"],
+            "--batch-scheduler=kai-scheduler",
+            None,
+        ),
     ];
     for (values, flag, rights) in cases {
         let objects = tools.template("ops", values).unwrap();
