@@ -25,6 +25,8 @@ help:
 	@echo "make scale         RayCluster/RayJob scale benchmark against the KubeRay operator (SCALE_ARGS=\"--sizes 100\")"
 	@echo "make tools         build the control-plane binaries, the OCI registry, grpcurl, helm and kustomize, the Ray,"
 	@echo "                   API-tools and componentize-py virtualenvs and the wasm target; fetch the Gateway API CRDs"
+	@echo "                   and the batch schedulers' CRDs"
+	@echo "make batch-schedulers  the PodGroup and Queue CRDs of scheduler-plugins and Volcano into .local/batch-scheduler-crds"
 	@echo "make registry      build the OCI registry (distribution) the test environment runs into .local/bin"
 	@echo "make cosign        build cosign (interoperability tests of plugin signatures) into .local/bin"
 	@echo "make cosign-interop  our plugin signatures against the real cosign, both ways (builds cosign; not in make test)"
@@ -34,8 +36,9 @@ help:
 
 ## Prerequisites ------------------------------------------------------------------------------------------
 
-.PHONY: tools control-plane registry cosign cosign-interop ray apitools componentize-py grpcurl kuberay-hash kuberay-operator kuberay-operator-v1.7 gateway-api wasm-target deploy-tools
-tools: control-plane registry ray apitools componentize-py grpcurl kuberay-hash kuberay-operator gateway-api wasm-target deploy-tools
+.PHONY: tools control-plane registry cosign cosign-interop ray apitools componentize-py grpcurl kuberay-hash kuberay-operator kuberay-operator-v1.7 gateway-api batch-schedulers wasm-target deploy-tools
+tools: control-plane registry ray apitools componentize-py grpcurl kuberay-hash kuberay-operator gateway-api batch-schedulers \
+	wasm-target deploy-tools
 
 # kube-apiserver, kube-controller-manager, kubectl and etcd from tests/cluster/go.mod, into .local/bin.
 control-plane:
@@ -93,6 +96,13 @@ kuberay-operator-v1.7:
 gateway-api:
 	@bash tests/gateway-api/fetch.sh
 
+# .local/batch-scheduler-crds: the PodGroup CRDs of scheduler-plugins (scheduling.x-k8s.io) and Volcano
+# (scheduling.volcano.sh, with its Queue) from the Go modules pinned in tests/batch-schedulers/fetch.sh (Volcano's
+# generated with controller-gen, built into .local/bin); the test environment installs them with the ray.io CRDs
+# (KubeRay's --batch-scheduler integrations, `make kuberay-samples-record RECORD_ARGS="--profile volcano"`).
+batch-schedulers:
+	@bash tests/batch-schedulers/fetch.sh
+
 # .local/bin/helm and .local/bin/kustomize from their Go modules (tests/deploy-tools/go.mod), for tests/deploy: the
 # Helm chart (deploy/helm/kuberay-wasm) and the kustomize manifests (deploy/kustomize).
 deploy-tools:
@@ -121,7 +131,7 @@ hash-table: kuberay-hash
 testenv:
 	@$(CARGO) build --quiet -p kuberay-testenv --bin kuberay-testenv
 
-cluster: control-plane registry ray gateway-api testenv
+cluster: control-plane registry ray gateway-api batch-schedulers testenv
 	@$(TESTENV) up
 
 cluster-down: testenv
@@ -173,13 +183,13 @@ bench: wasm-target
 
 # Operator start-up to /readyz and plugin swap to serving, on the release binary against a private control
 # plane (the test environment's supervisor is the debug build of `make testenv`).
-bench-lifecycle: wasm-target control-plane gateway-api testenv
+bench-lifecycle: wasm-target control-plane gateway-api batch-schedulers testenv
 	KUBERAY_TESTENV_BIN=$(abspath $(or $(CARGO_TARGET_DIR),target))/debug/kuberay-testenv \
 		$(CARGO) bench -p kuberay-wasm --bench lifecycle
 
 # REST reads (get and list of clusters) through kuberay-apiserver against the same reads made directly on
 # the Kubernetes API server; starts a private control plane unless `make cluster` runs.
-bench-apiserver: control-plane testenv
+bench-apiserver: control-plane batch-schedulers testenv
 	$(CARGO) bench -p kuberay-apiserver --bench rest
 
 # The same RayCluster and RayJob workload against the release build of kuberay-wasm and KubeRay's operator, one
@@ -188,7 +198,7 @@ bench-apiserver: control-plane testenv
 # Not part of `make test`.
 SCALE_ARGS ?=
 .PHONY: scale
-scale: control-plane kuberay-operator plugins testenv
+scale: control-plane kuberay-operator plugins batch-schedulers testenv
 	$(CARGO) build --release -p kuberay-wasm --bin kuberay-wasm
 	$(CARGO) build -p kuberay-scale
 	$${CARGO_TARGET_DIR:-target}/debug/kuberay-scale $(SCALE_ARGS)
@@ -199,7 +209,7 @@ scale: control-plane kuberay-operator plugins testenv
 # RECORD_ARGS="--only ray-job.sample"). Not part of `make test`.
 RECORD_ARGS ?=
 .PHONY: kuberay-samples-record
-kuberay-samples-record: control-plane kuberay-operator-v1.7 gateway-api testenv
+kuberay-samples-record: control-plane kuberay-operator-v1.7 gateway-api batch-schedulers testenv
 	$(CARGO) build -p kuberay-samples-record
 	$${CARGO_TARGET_DIR:-target}/debug/kuberay-samples-record $(RECORD_ARGS)
 

@@ -25,6 +25,7 @@ use kuberay_testenv::kuberay_samples::{
     diff::{Mismatch, diff},
     graph::{Graph, from_golden},
     observe::{Ended, Settle, Target, observe},
+    profiles,
 };
 use kuberay_testenv::workloads::real_ray::http_get;
 use serde_json::Value;
@@ -550,7 +551,12 @@ fn every_sample_is_recorded_or_skipped() {
     while let Some(dir) = dirs.pop() {
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
-            if path.is_dir() {
+            // The recording profiles' folders, checked below.
+            let profile_group = dir == golden_dir
+                && path
+                    .file_name()
+                    .is_some_and(|n| profiles::GROUPS.iter().any(|g| n == *g));
+            if path.is_dir() && !profile_group {
                 dirs.push(path);
             } else if path.extension().is_some_and(|e| e == "yaml") {
                 let relative = path
@@ -570,6 +576,45 @@ fn every_sample_is_recorded_or_skipped() {
         }
         if &graph.sample != relative {
             problems.push(format!("{relative}: the graph says it is of {}", graph.sample));
+        }
+    }
+    // Every profile's sample has a golden graph in the profile's folder, and every file there a sample of it.
+    for profile in profiles::PROFILES {
+        let dir = profile.golden_dir(&root);
+        for sample in profile.samples {
+            if !profile.golden_path(&root, sample).is_file() {
+                problems.push(format!(
+                    "{sample}: no golden graph of profile {} (run `make kuberay-samples-record RECORD_ARGS=\"--profile {}\"`)",
+                    profile.name, profile.name
+                ));
+            }
+        }
+        let mut dirs = vec![dir.clone()];
+        while let Some(d) = dirs.pop() {
+            for entry in std::fs::read_dir(&d).into_iter().flatten() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "yaml") {
+                    let relative = path.strip_prefix(&dir).unwrap().to_string_lossy().into_owned();
+                    let graph = from_golden(&std::fs::read_to_string(&path).unwrap())
+                        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                    if !profile.samples.contains(&relative.as_str()) {
+                        problems.push(format!(
+                            "{}: a golden graph of profile {} for a sample it does not record",
+                            path.display(),
+                            profile.name
+                        ));
+                    }
+                    if graph.sample != relative {
+                        problems.push(format!(
+                            "{}: the graph says it is of {}",
+                            path.display(),
+                            graph.sample
+                        ));
+                    }
+                }
+            }
         }
     }
     let readme = std::fs::read_to_string(golden_dir.join("README.md")).unwrap_or_default();

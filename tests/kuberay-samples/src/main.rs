@@ -3,6 +3,10 @@
 //! applied into a namespace of its own, and the normalized graph of what KubeRay made of each written to
 //! `tests/fixtures/kuberay-objects/<sample>` once it settled. The operator's test
 //! `host/tests/all/kuberay_samples.rs` compares ours with these files. See that folder's README.
+//!
+//! `--profile <name>` runs KubeRay with a profile's flags (a batch scheduler, alpha feature gates) on the
+//! profile's samples instead, into `tests/fixtures/kuberay-objects/<group>/<profile>/`
+//! (`kuberay_testenv::kuberay_samples::profiles`).
 
 use std::{
     net::SocketAddr,
@@ -17,9 +21,10 @@ use kube::Discovery;
 use kuberay_testenv::{
     HeadMode, TestEnv, crds,
     kuberay_samples::{
-        self, GOLDEN_DIR,
-        graph::to_golden,
+        self, GOLDEN_DIR, Sample,
+        graph::{to_golden, to_profile_golden},
         observe::{Ended, Settle, Target, observe},
+        profiles::{self, PROFILES, Profile},
     },
     paths::Layout,
 };
@@ -35,6 +40,11 @@ struct Args {
     /// Only samples whose path contains one of these (comma-separated); the other golden files stay.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
+    /// Run KubeRay with this profile's flags on its samples, into
+    /// `tests/fixtures/kuberay-objects/<group>/<profile>/` (see `kuberay_samples::profiles`): volcano,
+    /// yunikorn, scheduler-plugins, kai-scheduler, network-policy, history-server.
+    #[arg(long)]
+    profile: Option<String>,
     /// A graph unchanged this long has settled, in seconds.
     #[arg(long, default_value_t = 40)]
     quiet_secs: u64,
@@ -58,6 +68,13 @@ async fn main() -> Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let args = Args::parse();
+    let profile = match &args.profile {
+        None => None,
+        Some(name) => Some(profiles::profile(name).with_context(|| {
+            let names: Vec<&str> = PROFILES.iter().map(|p| p.name).collect();
+            format!("no profile {name}; the profiles are {}", names.join(", "))
+        })?),
+    };
     let layout = Layout::discover();
     let kuberay_dir = args
         .kuberay_dir
@@ -74,6 +91,9 @@ async fn main() -> Result<()> {
     if !layout.gateway_api_crds_dir().is_dir() {
         bail!("the Gateway API CRDs are missing: run `make gateway-api`");
     }
+    if !layout.batch_scheduler_crds_dir().is_dir() {
+        bail!("the batch schedulers' CRDs (PodGroup, Queue) are missing: run `make batch-schedulers`");
+    }
     let out_dir = layout.local_dir().join("kuberay-samples");
     std::fs::create_dir_all(&out_dir)?;
 
@@ -81,29 +101,50 @@ async fn main() -> Result<()> {
     let start_layout = layout.clone();
     let env =
         tokio::task::spawn_blocking(move || TestEnv::start_private(&start_layout, HeadMode::Fake)).await??;
-    let outcome = record(&args, &layout, &env, &kuberay_dir, &out_dir).await;
+    let outcome = record(&args, profile, &layout, &env, &kuberay_dir, &out_dir).await;
     tokio::task::spawn_blocking(move || env.shutdown()).await??;
     outcome
 }
 
 async fn record(
     args: &Args,
+    profile: Option<&Profile>,
     layout: &Layout,
     env: &TestEnv,
     kuberay_dir: &Path,
     out_dir: &Path,
 ) -> Result<()> {
     let client = env.client().await?;
-    // KubeRay's own CRDs (their defaults are part of what KubeRay does), and the Gateway API's.
+    // KubeRay's own CRDs (their defaults are part of what KubeRay does), the Gateway API's and the batch
+    // schedulers' (KubeRay watches PodGroups when it runs with Volcano; the graph lists them).
     crds::install(&client, &kuberay_dir.join("crds")).await?;
     env.install_gateway_api_crds().await?;
+    env.install_batch_scheduler_crds().await?;
 
-    let log = out_dir.join("kuberay-operator.log");
-    let mut operator = start_kuberay(&kuberay_dir.join("kuberay-operator"), env.kubeconfig(), &log).await?;
-    tracing::info!(log = %log.display(), "KubeRay's operator is ready");
+    let flags = kuberay_flags(profile);
+    let log = out_dir.join(match profile {
+        None => "kuberay-operator.log".to_string(),
+        Some(p) => format!("kuberay-operator.{}.log", p.name),
+    });
+    let mut operator = start_kuberay(
+        &kuberay_dir.join("kuberay-operator"),
+        &flags,
+        env.kubeconfig(),
+        &log,
+    )
+    .await?;
+    tracing::info!(log = %log.display(), ?flags, "KubeRay's operator is ready");
 
     let root = layout.root();
-    let samples: Vec<_> = kuberay_samples::samples(root)?
+    let all: Vec<Sample> = match profile {
+        None => kuberay_samples::samples(root)?,
+        Some(p) => p
+            .samples
+            .iter()
+            .map(|s| kuberay_samples::load(root, s).map(|sample| p.documents(&sample)))
+            .collect::<Result<_, _>>()?,
+    };
+    let samples: Vec<_> = all
         .into_iter()
         .filter(|s| args.only.is_empty() || args.only.iter().any(|o| s.path.contains(o.as_str())))
         .collect();
@@ -171,12 +212,20 @@ async fn record(
             ));
             continue;
         }
-        let path = kuberay_samples::golden_path(root, &target.sample.path);
+        let (path, text) = match profile {
+            None => (
+                kuberay_samples::golden_path(root, &target.sample.path),
+                to_golden(&seen.graph),
+            ),
+            Some(p) => (
+                p.golden_path(root, &target.sample.path),
+                to_profile_golden(&seen.graph, p, &profile_flags(p)),
+            ),
+        };
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
-        std::fs::write(&path, to_golden(&seen.graph))
-            .with_context(|| format!("writing {}", path.display()))?;
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
         written.push(path.clone());
         println!(
             "{:70} {:3} created, settled {:>4.0}s after the samples were applied",
@@ -186,7 +235,10 @@ async fn record(
         );
     }
     if args.only.is_empty() {
-        remove_stale(&root.join(GOLDEN_DIR), &written)?;
+        match profile {
+            None => remove_stale(&root.join(GOLDEN_DIR), &written)?,
+            Some(p) => remove_stale(&p.golden_dir(root), &written)?,
+        }
     }
     if !failed.is_empty() {
         bail!("not recorded:\n  {}", failed.join("\n  "));
@@ -194,13 +246,18 @@ async fn record(
     Ok(())
 }
 
-/// Removes golden files of samples that were not recorded this time (removed or now skipped).
+/// Removes golden files of samples that were not recorded this time (removed or now skipped). The profiles'
+/// folders ([`profiles::GROUPS`]) at the top of the golden folder are left to their own recordings.
 fn remove_stale(dir: &Path, written: &[PathBuf]) -> Result<()> {
     let mut dirs = vec![dir.to_path_buf()];
     while let Some(d) = dirs.pop() {
         for entry in std::fs::read_dir(&d)? {
             let path = entry?.path();
-            if path.is_dir() {
+            let profile_group = d == dir
+                && path
+                    .file_name()
+                    .is_some_and(|n| profiles::GROUPS.iter().any(|g| n == *g));
+            if path.is_dir() && !profile_group {
                 dirs.push(path);
             } else if path.extension().is_some_and(|e| e == "yaml") && !written.contains(&path) {
                 tracing::info!(file = %path.display(), "removing a golden file no sample was recorded into");
@@ -215,10 +272,36 @@ async fn free_addr() -> Result<SocketAddr> {
     Ok(TcpListener::bind("127.0.0.1:0").await?.local_addr()?)
 }
 
+/// The flags a profile sets: its batch scheduler and its feature gates (with the `RayCronJob` gate every
+/// recording turns on).
+fn profile_flags(profile: &Profile) -> Vec<String> {
+    let mut flags = profile.operator_args();
+    flags.push(feature_gates(Some(profile)));
+    flags
+}
+
+/// `--feature-gates=`: `RayCronJob`, which our RayCronJob plugin implements without a gate, and the
+/// profile's gates.
+fn feature_gates(profile: Option<&Profile>) -> String {
+    let gates: Vec<String> = std::iter::once("RayCronJob")
+        .chain(profile.into_iter().flat_map(|p| p.feature_gates.iter().copied()))
+        .map(|g| format!("{g}=true"))
+        .collect();
+    format!("--feature-gates={}", gates.join(","))
+}
+
+/// The flags KubeRay is run with besides the fixed ones of [`start_kuberay`].
+fn kuberay_flags(profile: Option<&Profile>) -> Vec<String> {
+    match profile {
+        None => vec![feature_gates(None)],
+        Some(p) => profile_flags(p),
+    }
+}
+
 /// KubeRay's operator as the admin, watching every namespace, reaching Ray heads through the API server's
 /// proxy (it runs outside the Pod network and cannot resolve Service names), with its default flags and
-/// feature gates except `RayCronJob`, which our RayCronJob plugin implements without a gate.
-async fn start_kuberay(binary: &Path, kubeconfig: &Path, log: &Path) -> Result<Child> {
+/// feature gates but for `flags` ([`kuberay_flags`]).
+async fn start_kuberay(binary: &Path, flags: &[String], kubeconfig: &Path, log: &Path) -> Result<Child> {
     let (metrics, health) = (free_addr().await?, free_addr().await?);
     let out = std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
     let mut child = Command::new(binary)
@@ -226,7 +309,7 @@ async fn start_kuberay(binary: &Path, kubeconfig: &Path, log: &Path) -> Result<C
         .arg(format!("--metrics-addr={metrics}"))
         .arg(format!("--health-probe-bind-address={health}"))
         .arg("--use-kubernetes-proxy")
-        .arg("--feature-gates=RayCronJob=true")
+        .args(flags)
         .env("KUBECONFIG", kubeconfig)
         .stdin(Stdio::null())
         .stdout(out.try_clone()?)

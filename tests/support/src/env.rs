@@ -183,8 +183,9 @@ impl TestEnv {
         Ok(command)
     }
 
-    /// Installs (server-side applies) every CRD in `crds/`, and the Gateway API CRDs when
-    /// `tests/gateway-api/fetch.sh` has copied them, and waits until they are established.
+    /// Installs (server-side applies) every CRD in `crds/`, the Gateway API CRDs when
+    /// `tests/gateway-api/fetch.sh` has copied them, and the batch schedulers' CRDs (an error when
+    /// `make batch-schedulers` has not fetched them), and waits until they are established.
     pub async fn install_crds(&self) -> Result<()> {
         let client = self.client().await?;
         crds::install(&client, &self.layout.crds_dir()).await?;
@@ -192,7 +193,27 @@ impl TestEnv {
         if gateway.is_dir() {
             crds::install(&client, &gateway).await?;
         }
-        Ok(())
+        self.install_batch_scheduler_crds().await
+    }
+
+    /// Installs the batch schedulers' CRDs (PodGroups of `scheduling.x-k8s.io` and `scheduling.volcano.sh`,
+    /// Volcano's Queue); an error when `tests/batch-schedulers/fetch.sh` (`make batch-schedulers`, part of
+    /// `make tools`) has not made them.
+    pub async fn install_batch_scheduler_crds(&self) -> Result<()> {
+        let dir = self.layout.batch_scheduler_crds_dir();
+        let present = std::fs::read_dir(&dir).is_ok_and(|entries| {
+            entries
+                .flatten()
+                .any(|e| e.path().extension().is_some_and(|x| x == "yaml"))
+        });
+        if !present {
+            return Err(Error::Other(format!(
+                "the batch schedulers' CRDs (PodGroup, Queue) are not in {}; run `make batch-schedulers` \
+                 (or `make tools`)",
+                dir.display()
+            )));
+        }
+        crds::install(&self.client().await?, &dir).await
     }
 
     /// Installs the Gateway API CRDs; an error when `tests/gateway-api/fetch.sh` (`make tools`) has not

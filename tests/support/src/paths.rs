@@ -73,4 +73,11 @@ impl Layout {
     pub fn gateway_api_crds_dir(&self) -> PathBuf {
         self.local_dir().join("gateway-api-crds")
     }
+
+    /// The batch schedulers' CRDs (scheduler-plugins' PodGroup, Volcano's PodGroup and Queue) that
+    /// `tests/batch-schedulers/fetch.sh` takes from their pinned Go modules (`make batch-schedulers`, part of
+    /// `make tools` and `make cluster`).
+    pub fn batch_scheduler_crds_dir(&self) -> PathBuf {
+        self.local_dir().join("batch-scheduler-crds")
+    }
 }

@@ -8,7 +8,8 @@
 //! - **applied**: the sample's own `ray.io` objects, with what the operator wrote on them.
 //!
 //! Each object becomes an [`Entry`]: kind, name, controller owner (`Kind/name`), its `ray.io/*` and
-//! `app.kubernetes.io/*` labels, `ray.io/*` annotations, finalizers, a few kind-specific facts (`spec`)
+//! `app.kubernetes.io/*` labels, `ray.io/*` annotations (Pods and PodGroups also the batch schedulers'
+//! [`SCHEDULER_LABELS`] and [`SCHEDULER_ANNOTATIONS`]), finalizers, a few kind-specific facts (`spec`)
 //! and, for `ray.io` objects, the status fields that settle (`status`). Volatile values are left out
 //! (uids, times, resourceVersions, IPs, node ports) or replaced:
 //!
@@ -52,7 +53,44 @@ pub const KINDS: &[(&str, &str, &str, &str)] = &[
     ("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies"),
     ("gateway.networking.k8s.io", "v1", "Gateway", "gateways"),
     ("gateway.networking.k8s.io", "v1", "HTTPRoute", "httproutes"),
+    // KubeRay's batch-scheduler integrations (`--batch-scheduler=volcano|scheduler-plugins`); both are `PodGroup`,
+    // told apart by the `apiVersion` fact.
+    ("scheduling.volcano.sh", "v1beta1", "PodGroup", "podgroups"),
+    ("scheduling.x-k8s.io", "v1alpha1", "PodGroup", "podgroups"),
 ];
+
+/// Labels of Pods and PodGroups recorded besides `ray.io/*` and `app.kubernetes.io/*`: what KubeRay's
+/// batch-scheduler integrations write (a key ending in `/` is a prefix). Only Pods and PodGroups carry them in the
+/// graph: a RayJob's labels also reach the RayCluster it creates, whatever the scheduler.
+pub const SCHEDULER_LABELS: &[&str] = &[
+    "volcano.sh/",
+    "yunikorn.apache.org/",
+    "scheduling.x-k8s.io/",
+    "kai.scheduler/",
+    // YuniKorn's Pod labels.
+    "applicationId",
+    "queue",
+];
+
+/// Annotations of Pods and PodGroups recorded besides `ray.io/*`, as [`SCHEDULER_LABELS`].
+pub const SCHEDULER_ANNOTATIONS: &[&str] = &[
+    "scheduling.k8s.io/group-name",
+    "volcano.sh/",
+    "yunikorn.apache.org/",
+];
+
+/// The kinds that carry [`SCHEDULER_LABELS`] and [`SCHEDULER_ANNOTATIONS`] in the graph.
+const SCHEDULED_KINDS: &[&str] = &["Pod", "PodGroup"];
+
+fn matches_key(keys: &[&str], key: &str) -> bool {
+    keys.iter().any(|k| {
+        if k.ends_with('/') {
+            key.starts_with(k)
+        } else {
+            key == *k
+        }
+    })
+}
 
 /// Field managers of the control plane (and the test environment's kubelet): an unowned object only they
 /// wrote (the `default` ServiceAccount, the `kube-root-ca.crt` ConfigMap) is not an operator's.
@@ -255,18 +293,26 @@ fn is_ray_api(api_version: &str) -> bool {
     api_version.starts_with("ray.io/")
 }
 
-/// Whether an operator (rather than the sample or the control plane) made `object`.
+fn is_ray_owner(owner: &Value) -> bool {
+    owner["apiVersion"].as_str().is_some_and(is_ray_api)
+        && owner["kind"].as_str().is_some_and(|k| RAY_KINDS.contains(&k))
+}
+
+/// Whether an operator (rather than the sample or the control plane) made `object`: its controller owner is a
+/// `ray.io` object, or it has no controller owner and a `ray.io` owner (scheduler-plugins' PodGroup, whose
+/// owner reference KubeRay does not mark as the controller), or no owner and a field manager that is not the
+/// control plane's or the sample's.
 fn operator_made(object: &Value) -> bool {
     if let Some(owner) = controller_owner(object) {
-        return owner["apiVersion"].as_str().is_some_and(is_ray_api)
-            && owner["kind"].as_str().is_some_and(|k| RAY_KINDS.contains(&k));
+        return is_ray_owner(owner);
     }
-    let owned = object
+    let owners = object
         .pointer("/metadata/ownerReferences")
         .and_then(Value::as_array)
-        .is_some_and(|o| !o.is_empty());
-    if owned {
-        return false;
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    if !owners.is_empty() {
+        return owners.iter().any(is_ray_owner);
     }
     object
         .pointer("/metadata/managedFields")
@@ -434,12 +480,17 @@ fn merge(mut entries: Vec<Entry>) -> Vec<Entry> {
 
 fn entry(object: &Value, names: &Names) -> Entry {
     let kind = kind_of(object).to_string();
+    let scheduled = SCHEDULED_KINDS.contains(&kind.as_str());
     let labels = object
         .pointer("/metadata/labels")
         .and_then(Value::as_object)
         .into_iter()
         .flatten()
-        .filter(|(k, _)| k.starts_with("ray.io/") || k.starts_with("app.kubernetes.io/"))
+        .filter(|(k, _)| {
+            k.starts_with("ray.io/")
+                || k.starts_with("app.kubernetes.io/")
+                || (scheduled && matches_key(SCHEDULER_LABELS, k))
+        })
         .map(|(k, v)| (k.clone(), names.norm(v.as_str().unwrap_or_default())))
         .collect();
     let annotations = object
@@ -447,7 +498,7 @@ fn entry(object: &Value, names: &Names) -> Entry {
         .and_then(Value::as_object)
         .into_iter()
         .flatten()
-        .filter(|(k, _)| k.starts_with("ray.io/"))
+        .filter(|(k, _)| k.starts_with("ray.io/") || (scheduled && matches_key(SCHEDULER_ANNOTATIONS, k)))
         .map(|(k, v)| {
             let sidecar_hash = k == RECREATE_HASH
                 && object
@@ -536,6 +587,22 @@ fn container_names(pod_spec: Option<&Value>, field: &str) -> Value {
     Value::Array(names)
 }
 
+/// A Pod spec's `schedulerName` unless it is the default scheduler's.
+fn scheduler_name(pod_spec: Option<&Value>) -> Option<Value> {
+    pod_spec?
+        .get("schedulerName")
+        .filter(|s| !s.is_null() && *s != "default-scheduler")
+        .cloned()
+}
+
+fn capitalized(word: &str) -> String {
+    let mut chars = word.chars();
+    chars
+        .next()
+        .map(|c| c.to_ascii_uppercase().to_string() + chars.as_str())
+        .unwrap_or_default()
+}
+
 fn string_map(value: Option<&Value>) -> Value {
     let map: BTreeMap<String, Value> = value
         .and_then(Value::as_object)
@@ -562,9 +629,10 @@ fn pick(object: &Value, keys: &[&str]) -> Value {
     Value::Object(out)
 }
 
-/// Kind-specific facts: Pods their container names; Services type, headless, ports, selector; Jobs their
-/// template's container names; Roles their rules; RoleBindings role and subjects; Secrets and ConfigMaps
-/// their type and keys; Ingresses class and backends; NetworkPolicies their policy types and Pod selector;
+/// Kind-specific facts: Pods their container names and a scheduler other than the default; Services type,
+/// headless, ports, selector; Jobs their template's container names, scheduler and scheduler labels and
+/// annotations; PodGroups their `apiVersion`, spec, phase and (without a controller) owners; Roles their rules; RoleBindings role and subjects; Secrets and ConfigMaps
+/// their type and keys; Ingresses class and backends; NetworkPolicies their policy types, Pod selector and rules;
 /// Gateways class and listeners; HTTPRoutes parents and backends.
 pub fn spec_facts(kind: &str, object: &Value) -> BTreeMap<String, Value> {
     let spec = object.get("spec");
@@ -573,10 +641,49 @@ pub fn spec_facts(kind: &str, object: &Value) -> BTreeMap<String, Value> {
         "Pod" => {
             facts.insert("containers".into(), container_names(spec, "containers"));
             facts.insert("initContainers".into(), container_names(spec, "initContainers"));
+            if let Some(scheduler) = scheduler_name(spec) {
+                facts.insert("schedulerName".into(), scheduler);
+            }
         }
         "Job" => {
             let pod = object.pointer("/spec/template/spec");
             facts.insert("containers".into(), container_names(pod, "containers"));
+            if let Some(scheduler) = scheduler_name(pod) {
+                facts.insert("schedulerName".into(), scheduler);
+            }
+            let template = object.pointer("/spec/template/metadata");
+            for (field, keys) in [
+                ("labels", SCHEDULER_LABELS),
+                ("annotations", SCHEDULER_ANNOTATIONS),
+            ] {
+                let picked: BTreeMap<String, Value> = template
+                    .and_then(|m| m.get(field))
+                    .and_then(Value::as_object)
+                    .into_iter()
+                    .flatten()
+                    .filter(|(k, _)| matches_key(keys, k))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                facts.insert(format!("template{}", capitalized(field)), json!(picked));
+            }
+        }
+        "PodGroup" => {
+            facts.insert("apiVersion".into(), object["apiVersion"].clone());
+            facts.insert("spec".into(), spec.cloned().unwrap_or(Value::Null));
+            if let Some(phase) = object.pointer("/status/phase") {
+                facts.insert("phase".into(), phase.clone());
+            }
+            // KubeRay's scheduler-plugins PodGroup has an owner that is not its controller.
+            if controller_owner(object).is_none() {
+                let owners: Vec<Value> = object
+                    .pointer("/metadata/ownerReferences")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .map(|o| pick(o, &["apiVersion", "kind", "name", "controller"]))
+                    .collect();
+                facts.insert("ownerReferences".into(), Value::Array(owners));
+            }
         }
         "Service" => {
             let spec = spec.cloned().unwrap_or_default();
@@ -691,6 +798,12 @@ pub fn spec_facts(kind: &str, object: &Value) -> BTreeMap<String, Value> {
                     .cloned()
                     .unwrap_or(Value::Null),
             );
+            // The rules, as written (KubeRay's RayClusterNetworkPolicy gate).
+            for field in ["ingress", "egress"] {
+                if let Some(rules) = object.pointer(&format!("/spec/{field}")) {
+                    facts.insert(field.into(), rules.clone());
+                }
+            }
         }
         "Gateway" => {
             let spec = spec.cloned().unwrap_or_default();
@@ -768,6 +881,22 @@ pub fn to_golden(graph: &Graph) -> String {
          # Written by `make kuberay-samples-record`; do not edit by hand.\n{yaml}",
         super::KUBERAY_VERSION,
         graph.sample
+    )
+}
+
+/// The golden file of a sample recorded with a profile: as [`to_golden`], the comment also naming the profile
+/// and KubeRay's flags.
+pub fn to_profile_golden(graph: &Graph, profile: &super::profiles::Profile, flags: &[String]) -> String {
+    let yaml = serde_yaml::to_string(graph).unwrap_or_default();
+    format!(
+        "# The objects KubeRay's operator {} run with {} made of tests/fixtures/kuberay-samples/{}\n\
+         # (profile {}; see ../../README.md). Written by `make kuberay-samples-record RECORD_ARGS=\"--profile {}\"`;\n\
+         # do not edit by hand.\n{yaml}",
+        super::KUBERAY_VERSION,
+        flags.join(" "),
+        graph.sample,
+        profile.name,
+        profile.name,
     )
 }
 
@@ -910,6 +1039,74 @@ mod tests {
         );
         assert_eq!(annotations["ray.io/cronjob-scheduled-timestamp"], "*");
         assert!(!annotations.contains_key("other.io/dropped"));
+    }
+
+    #[test]
+    fn batch_scheduler_facts_are_recorded_on_pods_and_pod_groups_only() {
+        let mut pod = owned(
+            "Pod",
+            "c-head-abcde",
+            Some("c-head-"),
+            ("RayCluster", "c"),
+            json!({"volcano.sh/queue-name": "q", "queue": "root.q", "other.io/x": "dropped"}),
+        );
+        pod["metadata"]["annotations"] =
+            json!({"scheduling.k8s.io/group-name": "ray-c-pg", "other.io/y": "z"});
+        pod["spec"] = json!({"containers": [{"name": "ray-head"}], "schedulerName": "volcano"});
+        let mut default_pod = owned(
+            "Pod",
+            "c-worker-fghij",
+            Some("c-worker-"),
+            ("RayCluster", "c"),
+            json!({}),
+        );
+        default_pod["spec"] =
+            json!({"containers": [{"name": "ray-worker"}], "schedulerName": "default-scheduler"});
+        let mut cluster = owned(
+            "RayCluster",
+            "c",
+            None,
+            ("RayJob", "j"),
+            json!({"volcano.sh/queue-name": "q"}),
+        );
+        cluster["metadata"]["ownerReferences"][0]["controller"] = json!(true);
+        // scheduler-plugins' PodGroup: owned by the RayCluster, not as its controller.
+        let group = json!({"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+            "metadata": {"name": "c", "namespace": "ns",
+                "ownerReferences": [{"apiVersion": "ray.io/v1", "kind": "RayCluster", "name": "c", "uid": "x"}]},
+            "spec": {"minMember": 2, "minResources": {"cpu": "2"}}});
+        let graph = normalize(
+            "s.yaml",
+            "ns",
+            &BTreeSet::new(),
+            &[pod, default_pod, cluster, group],
+        );
+        let by_name = |kind: &str, name: &str| {
+            graph
+                .created
+                .iter()
+                .find(|e| e.kind == kind && e.name == name)
+                .unwrap_or_else(|| panic!("no {kind} {name} in {:?}", graph.created))
+        };
+        let head = by_name("Pod", "c-head-*");
+        assert_eq!(head.labels["volcano.sh/queue-name"], "q");
+        assert_eq!(head.labels["queue"], "root.q");
+        assert!(!head.labels.contains_key("other.io/x"));
+        assert_eq!(head.annotations["scheduling.k8s.io/group-name"], "ray-c-pg");
+        assert_eq!(head.spec["schedulerName"], "volcano");
+        assert!(!by_name("Pod", "c-worker-*").spec.contains_key("schedulerName"));
+        assert!(
+            by_name("RayCluster", "c").labels.is_empty(),
+            "only Pods and PodGroups"
+        );
+        let group = by_name("PodGroup", "c");
+        assert_eq!(group.owner, None);
+        assert_eq!(group.spec["apiVersion"], "scheduling.x-k8s.io/v1alpha1");
+        assert_eq!(group.spec["spec"]["minMember"], 2);
+        assert_eq!(
+            group.spec["ownerReferences"],
+            json!([{"apiVersion": "ray.io/v1", "kind": "RayCluster", "name": "c"}])
+        );
     }
 
     #[test]

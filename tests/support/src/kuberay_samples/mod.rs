@@ -9,11 +9,14 @@
 //!   kind, name, controller owner, `ray.io/*` and `app.kubernetes.io/*` labels and a few kind-specific facts,
 //!   and the settled status of the sample's own `ray.io` objects, without volatile values;
 //! - comparing two graphs field by field ([`diff`]);
-//! - watching many namespaces at once until their graphs settle ([`observe`]).
+//! - watching many namespaces at once until their graphs settle ([`observe`]);
+//! - the recording profiles: KubeRay with a batch scheduler or alpha feature gates on the samples meant for
+//!   them, golden graphs under `<group>/<profile>/` ([`profiles`]).
 
 pub mod diff;
 pub mod graph;
 pub mod observe;
+pub mod profiles;
 
 use std::{
     collections::BTreeSet,

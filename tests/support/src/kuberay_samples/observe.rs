@@ -93,7 +93,8 @@ pub async fn list(client: &Client, namespaces: &BTreeSet<&str>) -> Result<BTreeM
         let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
         let list = api.list(&ListParams::default()).await.map_err(|e| match &e {
             kube::Error::Api(status) if status.code == 404 => Error::Other(format!(
-                "{} is not served by the API server ({e}); the Gateway API CRDs come from `make gateway-api`",
+                "{} is not served by the API server ({e}); the Gateway API CRDs come from `make gateway-api`, \
+                 the PodGroup CRDs from `make batch-schedulers`",
                 resource.api_version
             )),
             _ => Error::Kube(e),
