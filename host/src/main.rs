@@ -355,7 +355,7 @@ impl KubeRayArgs {
     }
 
     /// Refuses what cannot be honoured, logs what is accepted without effect; the batch scheduler chosen.
-    fn check(self) -> anyhow::Result<Option<&'static str>> {
+    fn check(self) -> anyhow::Result<Option<kuberay_rules::batch_scheduler::BatchScheduler>> {
         UnsupportedFlags {
             log_file_path: self.log_file_path,
         }

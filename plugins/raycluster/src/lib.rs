@@ -66,13 +66,13 @@ impl Plugin for RayClusterPlugin {
             (Kind::of::<Role>(), vec![Get, Apply]),
             (Kind::of::<RoleBinding>(), vec![Get, Apply]),
             (Kind::of::<Ingress>(), vec![Get, Apply]),
-            // Only with the RayClusterNetworkPolicy gate on.
+            // Only with the RayClusterNetworkPolicy gate on (taken out of the operator's policy otherwise).
             (Kind::of::<NetworkPolicy>(), vec![Get, List, Apply, Delete]),
             (Kind::of::<Job>(), vec![Get, List, Apply]),
             // Only for `authOptions.mode: token` without `secretName`: the generated token.
             (Kind::of::<Secret>(), vec![Get, Create]),
-            // The PodGroups of `batchScheduler: volcano` and `scheduler-plugins` (watched only where their
-            // CRDs are installed).
+            // The PodGroups of `batchScheduler: volcano` and `scheduler-plugins` (the operator takes them out of
+            // its policy unless it runs with that scheduler).
             (volcano::kind(), vec![Get, Create, Apply]),
             (scheduler_plugins::kind(), vec![Get, Create]),
         ];
