@@ -488,7 +488,7 @@ pub(crate) async fn run_samples(
 fn report_sample(
     report: &mut String,
     target: &Target,
-    seen: &kuberay_testenv::kuberay_samples::observe::Observed,
+    seen: &kuberay_samples::observe::Observed,
     refusals: &[String],
     reconciled: &[Reconciled],
     left: &[Mismatch],
