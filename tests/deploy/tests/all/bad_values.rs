@@ -148,7 +148,10 @@ const CASES: &[(&[&str], &str)] = &[
         ],
         "batchScheduler: enabled (deprecated, Volcano) and name (\"yunikorn\") are both set",
     ),
-    (&["--set", "batchScheduler.name=slurm"], "batchScheduler.name"),
+    (
+        &["--set", "batchScheduler.name=slurm"],
+        "'/batchScheduler/name': value must be one of",
+    ),
     // KubeRay's values for what kuberay-wasm does not do.
     (
         &["--set", "configuration.enabled=true"],

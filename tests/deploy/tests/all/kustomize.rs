@@ -112,19 +112,18 @@ fn pod_of(objects: &[Value]) -> &Value {
 fn the_batch_scheduler_components_match_the_charts_batch_scheduler_values() {
     let tools = tools();
     let sources = Sources::read().unwrap();
-    let kustomize = tools.root().join("deploy/kustomize");
     for scheduler in ["volcano", "scheduler-plugins", "yunikorn", "kai-scheduler"] {
-        let overlay = std::env::temp_dir().join(format!(
-            "kuberay-wasm-component-{scheduler}-{}",
-            std::process::id()
-        ));
+        // kustomize takes bases and components by relative path only: an overlay two levels under the checkout.
+        let overlay = tools
+            .root()
+            .join("target")
+            .join(format!("kustomize-component-{scheduler}-{}", std::process::id()));
         std::fs::create_dir_all(&overlay).unwrap();
         std::fs::write(
             overlay.join("kustomization.yaml"),
             format!(
-                "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- {}\ncomponents:\n- {}\n",
-                kustomize.join("overlays/direct").display(),
-                kustomize.join("components").join(scheduler).display(),
+                "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n\
+                 - ../../deploy/kustomize/overlays/direct\ncomponents:\n- ../../deploy/kustomize/components/{scheduler}\n",
             ),
         )
         .unwrap();
