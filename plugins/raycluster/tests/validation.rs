@@ -236,7 +236,9 @@ fn metadata_declares_kinds_capabilities_and_the_finalizer() {
             "rbac.authorization.k8s.io/v1/RoleBinding",
             "networking.k8s.io/v1/Ingress",
             "batch/v1/Job",
-            "v1/Secret"
+            "v1/Secret",
+            "scheduling.volcano.sh/v1beta1/PodGroup",
+            "scheduling.x-k8s.io/v1alpha1/PodGroup"
         ]
     );
     assert_eq!(
