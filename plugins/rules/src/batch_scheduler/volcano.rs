@@ -108,7 +108,7 @@ impl Size {
     }
 
     /// Whether a stored PodGroup already has this size (quantities compared by value, as Go's
-    /// `quota.Equals`).
+    /// `quota.Equals`, except that a resource at zero counts as absent: see [`sync`]).
     pub fn matches(&self, pod_group: &Value) -> bool {
         let member = pod_group.pointer("/spec/minMember").and_then(Value::as_i64);
         if member.unwrap_or(0) != i64::from(self.min_member) {
@@ -117,16 +117,37 @@ impl Size {
         let Some(stored) = pod_group.pointer("/spec/minResources").and_then(Value::as_object) else {
             return false;
         };
-        stored.len() == self.min_resources.len()
-            && self.min_resources.iter().all(|(name, want)| {
-                stored.get(name).is_some_and(|have| {
-                    let have = match have {
-                        Value::String(s) => Quantity::parse_or_zero(s),
-                        other => Quantity::parse_or_zero(&other.to_string()),
-                    };
-                    have.cmp_value(want).is_eq()
-                })
+        let stored: ResourceList = stored
+            .iter()
+            .map(|(name, have)| {
+                let have = match have {
+                    Value::String(s) => Quantity::parse_or_zero(s),
+                    other => Quantity::parse_or_zero(&other.to_string()),
+                };
+                (name.clone(), have)
             })
+            .collect();
+        let zero = Quantity::default();
+        let names = stored.keys().chain(self.min_resources.keys());
+        names.into_iter().all(|name| {
+            let have = stored.get(name).unwrap_or(&zero);
+            let want = self.min_resources.get(name).unwrap_or(&zero);
+            have.cmp_value(want).is_eq()
+        })
+    }
+
+    /// `minResources` for an update of `existing`: what it has that this size lacks is set to zero.
+    fn resources_over(&self, existing: &Value) -> Value {
+        let mut json = self.resources_json();
+        let stored = existing.pointer("/spec/minResources").and_then(Value::as_object);
+        for name in stored.into_iter().flat_map(|m| m.keys()) {
+            if let Some(map) = json.as_object_mut()
+                && !map.contains_key(name)
+            {
+                map.insert(name.clone(), Value::String("0".into()));
+            }
+        }
+        json
     }
 }
 
@@ -236,6 +257,10 @@ pub enum SyncError {
 /// KubeRay's `syncPodGroup`: creates `owner`'s PodGroup at `size` if it is missing (one that appeared
 /// meanwhile is left alone), or updates its `minMember` and `minResources` if they differ. Returns whether
 /// it wrote.
+///
+/// KubeRay replaces the whole object; a server-side apply cannot remove map entries another field
+/// manager's create set, so a resource the new size lacks is written as `0` (Volcano reads a zero and an
+/// absent resource alike) where KubeRay's object has no entry.
 pub fn sync<H: Host + ?Sized>(host: &H, owner: Parent<'_>, size: &Size) -> Result<bool, SyncError> {
     let name = pod_group_name(owner);
     match host.get(&kind(), &name)? {
@@ -248,12 +273,12 @@ pub fn sync<H: Host + ?Sized>(host: &H, owner: Parent<'_>, size: &Size) -> Resul
             }
         }
         Some(existing) if size.matches(&existing) => Ok(false),
-        Some(_) => {
+        Some(existing) => {
             let update = json!({
                 "apiVersion": API_VERSION,
                 "kind": "PodGroup",
                 "metadata": {"name": name, "namespace": owner.namespace()},
-                "spec": {"minMember": size.min_member, "minResources": size.resources_json()},
+                "spec": {"minMember": size.min_member, "minResources": size.resources_over(&existing)},
             });
             host.apply(&update)?;
             Ok(true)
