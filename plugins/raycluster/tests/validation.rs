@@ -235,6 +235,7 @@ fn metadata_declares_kinds_capabilities_and_the_finalizer() {
             "rbac.authorization.k8s.io/v1/Role",
             "rbac.authorization.k8s.io/v1/RoleBinding",
             "networking.k8s.io/v1/Ingress",
+            "networking.k8s.io/v1/NetworkPolicy",
             "batch/v1/Job",
             "v1/Secret"
         ]
