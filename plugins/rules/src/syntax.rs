@@ -101,11 +101,16 @@ mod tests {
         let errors = dns1123_label_errors("Group_A");
         assert_eq!(
             errors,
-            ["a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start \
+            [
+                "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start \
               and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is \
-              '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"]
+              '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+            ]
         );
-        assert_eq!(dns1123_label_errors(&"a".repeat(64)), ["must be no more than 63 characters"]);
+        assert_eq!(
+            dns1123_label_errors(&"a".repeat(64)),
+            ["must be no more than 63 characters"]
+        );
         assert_eq!(dns1123_label_errors("").len(), 1);
     }
 }
