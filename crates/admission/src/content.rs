@@ -62,6 +62,7 @@ pub fn check(kind: &Kind, object: &Value, rules: &ContentRules, namespace: &str)
         ("rbac.authorization.k8s.io", "RoleBinding") => role_binding(object, namespace, &mut needs)?,
         ("rbac.authorization.k8s.io", "Role") => role(object, &rules.role_rules)?,
         ("networking.k8s.io", "Ingress") => ingress(object, &mut needs)?,
+        ("networking.k8s.io", "NetworkPolicy") => network_policy(object, &mut needs)?,
         ("gateway.networking.k8s.io", "Gateway") => gateway(object, namespace, &mut needs)?,
         ("gateway.networking.k8s.io", "HTTPRoute" | "GRPCRoute") => route(object, namespace, &mut needs)?,
         ("discovery.k8s.io", "EndpointSlice") => endpoints_of(
@@ -138,6 +139,21 @@ fn service(object: &Value, rules: &ContentRules, needs: &mut Needs) -> Checked {
         _ => {}
     }
     Ok(())
+}
+
+/// A NetworkPolicy's rules add to what the Pods it selects may send and receive (policies only ever widen
+/// each other), so it must select Pods by labels, and the selector is judged as a Service's.
+fn network_policy(object: &Value, needs: &mut Needs) -> Checked {
+    let labels = object
+        .pointer("/spec/podSelector/matchLabels")
+        .and_then(Value::as_object);
+    match labels.and_then(string_map) {
+        Some(selector) if !selector.is_empty() => {
+            needs.selector = Some(selector);
+            Ok(())
+        }
+        _ => Err("a NetworkPolicy must select its Pods by podSelector.matchLabels".into()),
+    }
 }
 
 fn role_binding(object: &Value, namespace: &str, needs: &mut Needs) -> Checked {
@@ -395,6 +411,33 @@ mod tests {
         assert!(refused.contains("secrets"), "{refused}");
         let star = json!({"rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["*"]}]});
         assert!(check(&role, &star, &allowing, "ns").is_err());
+    }
+
+    #[test]
+    fn a_network_policy_is_judged_by_the_pods_it_selects() {
+        let np = kind_of("networking.k8s.io/v1/NetworkPolicy");
+        let head = json!({"spec": {
+            "podSelector": {"matchLabels": {"ray.io/cluster": "c", "ray.io/node-type": "head"}},
+            "policyTypes": ["Ingress"],
+            "ingress": [{"from": [{"ipBlock": {"cidr": "0.0.0.0/0"}}]}]
+        }});
+        let needs = check(&np, &head, &rules(), "ns").unwrap();
+        assert_eq!(
+            needs.selector,
+            Some(BTreeMap::from([
+                ("ray.io/cluster".to_string(), "c".to_string()),
+                ("ray.io/node-type".to_string(), "head".to_string())
+            ]))
+        );
+        for every_pod in [
+            json!({"spec": {"podSelector": {}}}),
+            json!({"spec": {"podSelector": {"matchLabels": {}}}}),
+            json!({"spec": {"podSelector": {"matchExpressions": [{"key": "a", "operator": "Exists"}]}}}),
+            json!({"spec": {}}),
+        ] {
+            let refused = check(&np, &every_pod, &rules(), "ns").unwrap_err();
+            assert!(refused.contains("podSelector.matchLabels"), "{refused}");
+        }
     }
 
     #[test]

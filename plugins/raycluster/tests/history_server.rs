@@ -3,6 +3,8 @@
 //! `BuildCollectorContainer` / `BuildPod` make them (`common/pod.go` and its tests); with the gate off the
 //! spec is refused, as KubeRay's validation does.
 
+#![allow(clippy::unwrap_used, reason = "a test fails loudly on any unexpected error")]
+
 mod common;
 
 use common::*;

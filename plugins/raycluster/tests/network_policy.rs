@@ -2,6 +2,8 @@
 //! those KubeRay v1.7's NetworkPolicy controller builds for the same input (`networkpolicy_controller.go`
 //! and its unit tests), with its events; with the gate off the spec is refused and nothing is touched.
 
+#![allow(clippy::unwrap_used, reason = "a test fails loudly on any unexpected error")]
+
 mod common;
 
 use common::*;
