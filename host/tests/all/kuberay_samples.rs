@@ -155,8 +155,6 @@ const DIFFERENCES: &[Difference] = &[
                  which both operators report with ReplicaFailure=True; the host also reports the failed reconcile \
                  as Reconciled=False (ReconcileFailed; docs/operator.md, \"When a plugin fails\")",
     },
-];
-
     Difference {
         samples: &["ray-cluster.scheduler-plugins.yaml"],
         section: "created",
@@ -323,7 +321,11 @@ async fn kuberay_samples_make_what_kuberay_makes() {
     // A documented difference that no longer occurs must go, and KubeRay's metric families must all be
     // exported, as its dashboards and alerts read them (both only judged when every sample ran).
     if filter.is_empty() {
-        let ran: Vec<String> = kuberay_samples::samples(&root).unwrap().into_iter().map(|s| s.path).collect();
+        let ran: Vec<String> = kuberay_samples::samples(&root)
+            .unwrap()
+            .into_iter()
+            .map(|s| s.path)
+            .collect();
         // Differences of the profiles' samples only (`profiles.rs`) are judged there.
         let judged = |d: &Difference| d.samples.iter().any(|s| *s == "*" || ran.iter().any(|r| r == s));
         let stale: Vec<String> = DIFFERENCES
