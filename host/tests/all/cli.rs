@@ -152,6 +152,7 @@ fn kuberays_flags_in_its_charts_forms_are_taken() {
         "--forced-cluster-upgrade=false",
         "--log-stdout-encoder=console",
         "--log-file-encoder=json",
+        "--batch-scheduler=volcano",
     ]));
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     // --log-stdout-encoder=console: text lines, not JSON.
@@ -169,7 +170,7 @@ fn kuberays_flags_in_its_charts_forms_are_taken() {
 }
 
 #[test]
-fn kuberay_flags_whose_behaviour_is_missing_refuse_to_start_with_the_reason() {
+fn kuberay_flags_we_cannot_honour_refuse_to_start_with_the_reason() {
     for (flag, reason) in [
         ("--feature-gates=RayClusterNope=true", "unrecognized feature gate"),
         (
@@ -180,15 +181,22 @@ fn kuberay_flags_whose_behaviour_is_missing_refuse_to_start_with_the_reason() {
             "--feature-gates=RayClusterStatusConditions=false",
             "RayClusterStatusConditions cannot be turned off",
         ),
-        ("--batch-scheduler=volcano", "--batch-scheduler volcano"),
-        ("--enable-batch-scheduler=true", "--enable-batch-scheduler"),
+        (
+            "--batch-scheduler=slurm",
+            "scheduler is not supported, name=slurm",
+        ),
+        (
+            "--enable-batch-scheduler=true --batch-scheduler=yunikorn",
+            "both feature flags enable-batch-scheduler (deprecated) and batch-scheduler are set",
+        ),
         (
             "--config=/etc/kuberay/config.yaml",
             "--config /etc/kuberay/config.yaml",
         ),
         ("--log-file-path=/tmp/ray-operator.log", "--log-file-path"),
     ] {
-        let (output, stderr) = run(operator(&[flag]));
+        let args: Vec<&str> = flag.split(' ').collect();
+        let (output, stderr) = run(operator(&args));
         assert_eq!(output.status.code(), Some(1), "{flag}: {stderr}");
         assert!(stderr.contains(reason), "{flag}: {stderr}");
         assert!(!stderr.contains("serving /metrics"), "{flag} started: {stderr}");
