@@ -80,12 +80,7 @@ const GATES: &[Gate] = &[
     },
     gate("SidecarSubmitterRestart", false, "alpha", Support::Missing),
     gate("RayClusterNetworkPolicy", false, "alpha", Support::Both),
-    gate(
-        "GCSFaultToleranceEmbeddedStorage",
-        false,
-        "alpha",
-        Support::Missing,
-    ),
+    gate("GCSFaultToleranceEmbeddedStorage", false, "alpha", Support::Both),
     gate("RayClusterMTLS", false, "alpha", Support::Missing),
     gate("RayClusterHistoryServer", false, "alpha", Support::Both),
     gate("KubernetesWAS", false, "alpha", Support::Missing),

@@ -162,7 +162,8 @@ impl Walk {
             "configMap" | "configMapRef" | "configMapKeyRef" => {
                 self.reference(Target::ConfigMap, name_at(inner, "name"), key)
             }
-            "persistentVolumeClaim" => {
+            // `storage` is also a RayCluster's `gcsFaultToleranceOptions.storage`, whose `claimName` the head mounts.
+            "persistentVolumeClaim" | "storage" => {
                 self.reference(Target::PersistentVolumeClaim, name_at(inner, "claimName"), key)
             }
             "volumeName" => self.reference(
@@ -217,6 +218,16 @@ mod tests {
             .into_iter()
             .map(|r| (r.target, r.name))
             .collect()
+    }
+
+    #[test]
+    fn the_embedded_gcs_stores_claim_is_a_reference() {
+        let cluster = json!({"spec": {"gcsFaultToleranceOptions": {"backend": "rocksdb",
+            "storage": {"claimName": "gcs-data"}}}});
+        assert!(refs(cluster).contains(&(Target::PersistentVolumeClaim, "gcs-data".to_string())));
+        // A resource named `storage` is a quantity, not a reference.
+        let claim = json!({"spec": {"resources": {"requests": {"storage": "1Gi"}}}});
+        assert!(refs(claim).is_empty());
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The kinds of KubeRay's optional integrations (a batch scheduler's PodGroups, the NetworkPolicies of the
-//! RayClusterNetworkPolicy gate): taken out of the policy when the operator was not started with them (so it
+//! RayClusterNetworkPolicy gate, the embedded GCS store's claims of the GCSFaultToleranceEmbeddedStorage gate):
+//! taken out of the policy when the operator was not started with them (so it
 //! neither watches them nor needs their rights, as KubeRay's controllers do not own them then), and checked to
 //! be served at start when it was. KubeRay's operator fails at start the same way (its controllers cannot watch a
 //! kind the API server lacks); here the message says what to install.
@@ -12,6 +13,8 @@ use super::{OperatorConfig, OperatorError};
 
 /// The gate whose NetworkPolicies the RayCluster plugin writes.
 const NETWORK_POLICY_GATE: &str = "RayClusterNetworkPolicy";
+/// The gate whose PersistentVolumeClaims the RayCluster plugin writes.
+const EMBEDDED_STORAGE_GATE: &str = "GCSFaultToleranceEmbeddedStorage";
 
 /// The PodGroup kind `scheduler` writes, if it writes one (YuniKorn and KAI only label Pods).
 pub(crate) fn pod_group_kind(scheduler: BatchScheduler) -> Option<Kind> {
@@ -31,6 +34,9 @@ pub(crate) fn unused_kinds(config: &OperatorConfig) -> Vec<Kind> {
         .collect();
     if !config.feature_gates.enabled(NETWORK_POLICY_GATE) {
         kinds.push(Kind::new("networking.k8s.io", "v1", "NetworkPolicy"));
+    }
+    if !config.feature_gates.enabled(EMBEDDED_STORAGE_GATE) {
+        kinds.push(Kind::new("", "v1", "PersistentVolumeClaim"));
     }
     kinds
 }
@@ -115,15 +121,29 @@ mod tests {
         let volcano = volcano::kind();
         let plugins = scheduler_plugins::kind();
         let network_policy = Kind::new("networking.k8s.io", "v1", "NetworkPolicy");
+        let claim = Kind::new("", "v1", "PersistentVolumeClaim");
         assert_eq!(
             unused_kinds(&config),
-            [volcano.clone(), plugins.clone(), network_policy.clone()]
+            [
+                volcano.clone(),
+                plugins.clone(),
+                network_policy.clone(),
+                claim.clone()
+            ]
         );
         config.batch_scheduler = Some(BatchScheduler::Volcano);
-        assert_eq!(unused_kinds(&config), [plugins.clone(), network_policy.clone()]);
+        assert_eq!(
+            unused_kinds(&config),
+            [plugins.clone(), network_policy.clone(), claim.clone()]
+        );
         config.batch_scheduler = Some(BatchScheduler::YuniKorn);
         config.feature_gates =
             crate::kuberay_flags::FeatureGates::parse("RayClusterNetworkPolicy=true").unwrap();
+        assert_eq!(unused_kinds(&config), [volcano.clone(), plugins.clone(), claim]);
+        config.feature_gates = crate::kuberay_flags::FeatureGates::parse(
+            "RayClusterNetworkPolicy=true,GCSFaultToleranceEmbeddedStorage=true",
+        )
+        .unwrap();
         assert_eq!(unused_kinds(&config), [volcano, plugins]);
     }
 }

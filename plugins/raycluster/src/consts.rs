@@ -23,6 +23,20 @@ pub const RAY_LOG_VOLUME_NAME: &str = "ray-logs";
 pub const RAY_LOG_MOUNT_PATH: &str = "/tmp/ray";
 
 /// Environment variables the operator sets on Ray containers.
+/// The embedded (RocksDB) GCS store of `gcsFaultToleranceOptions.backend: rocksdb`: KubeRay's names.
+pub mod gcs_storage {
+    /// Selects the backend in the head's Ray container.
+    pub const ENV_STORAGE: &str = "RAY_gcs_storage";
+    /// Where the head keeps the store.
+    pub const ENV_STORAGE_PATH: &str = "RAY_gcs_storage_path";
+    pub const ROCKSDB: &str = "rocksdb";
+    pub const VOLUME_NAME: &str = "gcs-storage";
+    pub const MOUNT_PATH: &str = "/data/gcs";
+    /// The operator's claim is `<cluster>-gcs-pvc`.
+    pub const PVC_SUFFIX: &str = "-gcs-pvc";
+    pub const DEFAULT_SIZE: &str = "1Gi";
+}
+
 pub mod env {
     pub const RAY_CLUSTER_NAME: &str = "RAY_CLUSTER_NAME";
     pub const RAY_CLUSTER_NAMESPACE: &str = "RAY_CLUSTER_NAMESPACE";
@@ -81,4 +95,6 @@ pub mod reason {
     pub const FAILED_TO_CREATE_ROLE: &str = "FailedToCreateRole";
     pub const CREATED_ROLE_BINDING: &str = "CreatedRoleBinding";
     pub const FAILED_TO_CREATE_ROLE_BINDING: &str = "FailedToCreateRoleBinding";
+    pub const CREATED_PVC: &str = "CreatedPVC";
+    pub const FAILED_TO_CREATE_PVC: &str = "FailedToCreatePVC";
 }

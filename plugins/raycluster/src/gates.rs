@@ -1,7 +1,10 @@
 //! The KubeRay feature gates that change what this plugin does, read once per reconcile from the plugin's
-//! `featureGates` configuration (absent gates have KubeRay v1.7's defaults: both off).
+//! `featureGates` configuration (absent gates have KubeRay v1.7's defaults: all off).
 
-use kuberay_rules::config::{RAY_CLUSTER_HISTORY_SERVER, RAY_CLUSTER_NETWORK_POLICY, feature_gate};
+use kuberay_rules::config::{
+    GCS_FAULT_TOLERANCE_EMBEDDED_STORAGE, RAY_CLUSTER_HISTORY_SERVER, RAY_CLUSTER_NETWORK_POLICY,
+    feature_gate,
+};
 use serde_json::{Map, Value};
 
 /// The gates' states for one reconcile.
@@ -11,6 +14,9 @@ pub struct Gates {
     pub network_policy: bool,
     /// `RayClusterHistoryServer`: `spec.historyServerOptions` is allowed and adds the collector sidecar.
     pub history_server: bool,
+    /// `GCSFaultToleranceEmbeddedStorage`: `gcsFaultToleranceOptions.backend: rocksdb` is allowed and gets
+    /// its PersistentVolumeClaim.
+    pub embedded_gcs_storage: bool,
 }
 
 impl Gates {
@@ -19,6 +25,7 @@ impl Gates {
         Self {
             network_policy: feature_gate(config, RAY_CLUSTER_NETWORK_POLICY),
             history_server: feature_gate(config, RAY_CLUSTER_HISTORY_SERVER),
+            embedded_gcs_storage: feature_gate(config, GCS_FAULT_TOLERANCE_EMBEDDED_STORAGE),
         }
     }
 }

@@ -15,6 +15,7 @@ pub mod conditions;
 pub mod consts;
 pub mod context;
 pub mod gates;
+pub mod gcs_storage;
 pub mod ingress;
 pub mod multi_host;
 pub mod network_policy;
@@ -39,7 +40,7 @@ pub mod worker_pods;
 
 use k8s_openapi::api::{
     batch::v1::Job,
-    core::v1::{Pod, Secret, Service, ServiceAccount},
+    core::v1::{PersistentVolumeClaim, Pod, Secret, Service, ServiceAccount},
     networking::v1::{Ingress, NetworkPolicy},
     rbac::v1::{Role, RoleBinding},
 };
@@ -69,6 +70,8 @@ impl Plugin for RayClusterPlugin {
             // Only with the RayClusterNetworkPolicy gate on (taken out of the operator's policy otherwise).
             (Kind::of::<NetworkPolicy>(), vec![Get, List, Apply, Delete]),
             (Kind::of::<Job>(), vec![Get, List, Apply]),
+            // The embedded GCS store's claim, only with the GCSFaultToleranceEmbeddedStorage gate on.
+            (Kind::of::<PersistentVolumeClaim>(), vec![Get, Create]),
             // Only for `authOptions.mode: token` without `secretName`: the generated token.
             (Kind::of::<Secret>(), vec![Get, Create]),
             // The PodGroups of `batchScheduler: volcano` and `scheduler-plugins` (the operator takes them out of

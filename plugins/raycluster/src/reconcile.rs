@@ -14,7 +14,7 @@ use crate::{
     auth, cluster,
     consts::{action, reason},
     context::{Ctx, Failure},
-    network_policy, objects, pods, redis_cleanup, service,
+    gcs_storage, network_policy, objects, pods, redis_cleanup, service,
     status::{self, Observed},
     validation,
 };
@@ -131,6 +131,7 @@ fn run_steps<H: Host>(ctx: &Ctx<'_, H>, first_look: bool) -> Result<(), Failure>
     objects::reconcile_ingress(ctx, first_look)?;
     objects::reconcile_headless_service(ctx)?;
     objects::reconcile_serve_service(ctx)?;
+    gcs_storage::reconcile(ctx)?;
     pods::reconcile_pods(ctx)
 }
 

@@ -237,6 +237,7 @@ fn metadata_declares_kinds_capabilities_and_the_finalizer() {
             "networking.k8s.io/v1/Ingress",
             "networking.k8s.io/v1/NetworkPolicy",
             "batch/v1/Job",
+            "v1/PersistentVolumeClaim",
             "v1/Secret",
             "scheduling.volcano.sh/v1beta1/PodGroup",
             "scheduling.x-k8s.io/v1alpha1/PodGroup"

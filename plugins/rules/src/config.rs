@@ -23,6 +23,9 @@ pub const RAY_CLUSTER_NETWORK_POLICY: &str = "RayClusterNetworkPolicy";
 /// sidecar in Ray Pods.
 pub const RAY_CLUSTER_HISTORY_SERVER: &str = "RayClusterHistoryServer";
 
+/// KubeRay's alpha gate for the embedded (RocksDB) GCS fault tolerance backend.
+pub const GCS_FAULT_TOLERANCE_EMBEDDED_STORAGE: &str = "GCSFaultToleranceEmbeddedStorage";
+
 /// KubeRay v1.7's gates that are on by default (its beta gates); every other gate is off by default.
 const ON_BY_DEFAULT: &[&str] = &[
     "RayClusterStatusConditions",

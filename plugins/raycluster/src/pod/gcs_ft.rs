@@ -1,16 +1,19 @@
-//! GCS fault tolerance on the Pods: with an external Redis the head can be replaced without losing the
-//! cluster's state. The head learns where Redis is and under which namespace to store its keys; workers
-//! wait longer for a restarting GCS before giving up.
+//! GCS fault tolerance on the Pods: with an external Redis, or the embedded RocksDB store on a persistent
+//! volume, the head can be replaced without losing the cluster's state. The head learns where its store is
+//! (Redis' address and key namespace, or the store's path and volume); workers wait longer for a restarting
+//! GCS before giving up.
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{EnvVar, PodTemplateSpec};
+use k8s_openapi::api::core::v1::{
+    EnvVar, PersistentVolumeClaimVolumeSource, PodTemplateSpec, Volume, VolumeMount,
+};
 use kuberay_crds::{RayCluster, RedisCredential, constants::annotations};
 
 use super::{BuildError, env, meta_mut, ray_container};
 use crate::{
     cluster::{self, Identity},
-    consts::env as env_names,
+    consts::{env as env_names, gcs_storage},
     ray_start::{NodeType, Params},
 };
 
@@ -68,8 +71,7 @@ pub fn configure(
         return Ok(());
     }
     if cluster::gcs_ft_embedded(&cluster.spec) {
-        // Refused by validation: the embedded backend needs a feature gate that is off.
-        return Ok(());
+        return configure_embedded(template, cluster);
     }
     let storage_ns = storage_namespace(cluster, id);
     annotate(template, annotations::RAY_EXTERNAL_STORAGE_NAMESPACE, &storage_ns);
@@ -99,6 +101,39 @@ pub fn configure(
                 env::push(ray, env::value(env_names::REDIS_PASSWORD, password));
             }
         }
+    }
+    Ok(())
+}
+
+/// The embedded backend on the head: the store's variables (unless set, which validation refuses), and the
+/// claim mounted at the store's path.
+fn configure_embedded(template: &mut PodTemplateSpec, cluster: &RayCluster) -> Result<(), BuildError> {
+    let storage = cluster
+        .spec
+        .gcs_fault_tolerance_options
+        .as_ref()
+        .and_then(|o| o.storage.as_ref());
+    let ray = ray_container(template)?;
+    env::push_if_absent(ray, env::value(gcs_storage::ENV_STORAGE, gcs_storage::ROCKSDB));
+    env::push_if_absent(
+        ray,
+        env::value(gcs_storage::ENV_STORAGE_PATH, gcs_storage::MOUNT_PATH),
+    );
+    ray.volume_mounts.get_or_insert_with(Vec::new).push(VolumeMount {
+        name: gcs_storage::VOLUME_NAME.into(),
+        mount_path: gcs_storage::MOUNT_PATH.into(),
+        sub_path: storage.and_then(|s| s.sub_path.clone()).filter(|p| !p.is_empty()),
+        ..VolumeMount::default()
+    });
+    if let Some(spec) = template.spec.as_mut() {
+        spec.volumes.get_or_insert_with(Vec::new).push(Volume {
+            name: gcs_storage::VOLUME_NAME.into(),
+            persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                claim_name: crate::gcs_storage::claim_name(cluster),
+                read_only: None,
+            }),
+            ..Volume::default()
+        });
     }
     Ok(())
 }

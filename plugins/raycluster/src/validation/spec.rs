@@ -145,7 +145,7 @@ pub fn validate_spec(cluster: &RayCluster, gates: Gates) -> Result<(), String> {
             }
         }
     }
-    validate_fault_tolerance(cluster, head_container)?;
+    validate_fault_tolerance(cluster, head_container, gates)?;
     if !autoscaling && v2_env {
         let value = env_value(head_container, env::RAY_ENABLE_AUTOSCALER_V2).unwrap_or_default();
         return Err(format!(

@@ -95,6 +95,14 @@ pub const PROFILES: &[Profile] = &[
         samples: &["ray-cluster.historyserver.yaml"],
         omitted: &[],
     },
+    Profile {
+        name: "embedded-gcs-ft",
+        group: "feature-gates",
+        batch_scheduler: None,
+        feature_gates: &["GCSFaultToleranceEmbeddedStorage"],
+        samples: &["ray-cluster.embedded-gcs-ft.yaml"],
+        omitted: &[],
+    },
 ];
 
 /// The profile named `name`.
