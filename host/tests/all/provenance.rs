@@ -586,3 +586,70 @@ async fn an_apply_expecting_no_object_creates_one_but_never_adopts_one() {
         "a field the apply no longer asks for stayed"
     );
 }
+
+/// The chaos plugin granted NetworkPolicies, with the RayClusterNetworkPolicy gate on (otherwise the
+/// operator takes the kind out of its policy).
+const NETWORK_POLICY_PLUGIN: &str = "
+- name: chaos
+  file: chaos.wasm
+  reconciles: testing.kuberay-wasm.io/v1/Chaos
+  owns: [networking.k8s.io/v1/NetworkPolicy, testing.kuberay-wasm.io/v1/Chaos]
+  verbs:
+    testing.kuberay-wasm.io/v1/Chaos: [get, apply-status, record-event, apply]
+    networking.k8s.io/v1/NetworkPolicy: [apply]
+  rayHeads: false
+";
+
+/// NetworkPolicies only ever widen what the Pods they select may send and receive: a plugin granted them
+/// could open another cluster's head to the world. One it invents must select Pods of a RayCluster its
+/// object controls; the same policy asked for by its user is written.
+#[tokio::test]
+async fn a_network_policy_a_plugin_invents_cannot_open_someone_elses_pods() {
+    let env = env().await;
+    let client = env.client().await.unwrap();
+    install_chaos_crd_for_tests(&client).await;
+    let ns = namespace(env, "provenance-netpol").await;
+    let operator = start_operator(
+        env,
+        &ns,
+        OperatorOptions {
+            plugins: vec![kuberay_plugin_artifacts::CHAOS],
+            policy: Some(policy_with(NETWORK_POLICY_PLUGIN)),
+            feature_gates: Some(
+                kuberay_wasm::kuberay_flags::FeatureGates::parse("RayClusterNetworkPolicy=true").unwrap(),
+            ),
+            ..OperatorOptions::default()
+        },
+    )
+    .await;
+    let chaos = chaos_api(&client, ns.name());
+    let open = |name: &str| {
+        json!({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": {"name": name},
+            "spec": {"podSelector": {"matchLabels": {"ray.io/cluster": "victim-cluster", "ray.io/node-type": "head"}},
+                "policyTypes": ["Ingress"], "ingress": [{"from": [{"ipBlock": {"cidr": "0.0.0.0/0"}}]}]}})
+    };
+    create_chaos(
+        &chaos,
+        "forged-netpol",
+        json!({"behaviour": "apply", "forged": open("evil-open").to_string()}),
+    )
+    .await;
+    create_chaos(
+        &chaos,
+        "asked-netpol",
+        json!({"behaviour": "apply", "object": open("asked-open")}),
+    )
+    .await;
+    let (reason, message) = chaos_refusal(&chaos, "forged-netpol").await;
+    assert_eq!(reason, "ReconcileFailed", "{message}");
+    assert!(
+        message.contains("forbidden") && message.contains("may pick Pods that are not"),
+        "{message}"
+    );
+    observed(&chaos, "asked-netpol").await;
+    let policies: Api<k8s_openapi::api::networking::v1::NetworkPolicy> =
+        Api::namespaced(client.clone(), ns.name());
+    assert!(policies.get_opt("evil-open").await.unwrap().is_none());
+    assert!(policies.get_opt("asked-open").await.unwrap().is_some());
+    operator.stop().await;
+}

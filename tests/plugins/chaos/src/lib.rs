@@ -111,6 +111,10 @@ impl Plugin for Chaos {
                     &[Verb::Apply],
                 ),
                 Capability::new(Kind::new("networking.k8s.io", "v1", "Ingress"), &[Verb::Apply]),
+                Capability::new(
+                    Kind::new("networking.k8s.io", "v1", "NetworkPolicy"),
+                    &[Verb::Apply],
+                ),
                 Capability::new(Kind::new("ray.io", "v1", "RayJob"), &[Verb::Create]),
                 Capability::new(
                     Kind::new("discovery.k8s.io", "v1", "EndpointSlice"),
