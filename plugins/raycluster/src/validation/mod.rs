@@ -1,7 +1,7 @@
 //! KubeRay's admission rules for a RayCluster, checked before anything is created. An invalid cluster is
 //! reported with a Warning event and left alone until its spec changes. Rules about feature gates follow
-//! KubeRay's defaults: the alpha features embedded GCS storage and mTLS are off, `RayJobDeletionPolicy` is
-//! on; NetworkPolicies and the history server follow the plugin's `featureGates` configuration ([`gated`]).
+//! KubeRay's defaults: the alpha feature mTLS is off, `RayJobDeletionPolicy` is on; NetworkPolicies, the
+//! history server ([`gated`]) and the embedded GCS store follow the plugin's `featureGates` configuration.
 
 mod fault_tolerance;
 pub mod gated;
