@@ -3,7 +3,7 @@
 //! status before and after its reconcile. Objects already cached when this starts are only remembered, so a
 //! transition that happened before is not reported (as with KubeRay after a restart).
 
-use std::{collections::HashMap, sync::Arc};
+use std::sync::Arc;
 
 use kube::{
     api::ApiResource,
@@ -13,7 +13,7 @@ use tokio::sync::mpsc::{UnboundedReceiver, error::TryRecvError};
 
 use crate::{
     kubernetes::compact::CachedObject,
-    metrics::{KubeRayMetrics, Seen},
+    metrics::{Followed, KubeRayMetrics},
 };
 
 /// Whether `kind` (of `group`) has a duration KubeRay reports.
@@ -22,7 +22,8 @@ pub(crate) fn has_durations(group: &str, kind: &str) -> bool {
 }
 
 /// Follows the changes of `kind`'s objects in one scope (`changes`, as `Caches::subscribe` gives them;
-/// `store` tells a deletion) until the cache stops.
+/// `store` tells a deletion) until the cache stops or the future is dropped (the controllers stop); either
+/// way the durations it set are dropped with it.
 pub(crate) async fn follow(
     kind: String,
     mut changes: UnboundedReceiver<Arc<CachedObject>>,
@@ -30,36 +31,22 @@ pub(crate) async fn follow(
     resource: ApiResource,
     metrics: KubeRayMetrics,
 ) {
-    let mut seen: HashMap<(String, String), Seen> = HashMap::new();
+    let mut followed = Followed::new(metrics, kind);
     // What the cache held when this started: remembered, not reported.
     loop {
         match changes.try_recv() {
-            Ok(object) => {
-                seen.insert(key(&object), Seen::of(&object.view()));
-            }
+            Ok(object) => followed.remember(&object.view()),
             Err(TryRecvError::Empty) => break,
             Err(TryRecvError::Disconnected) => return,
         }
     }
     while let Some(object) = changes.recv().await {
-        let key = key(&object);
-        let object_ref = ObjectRef::new_with(&key.1, resource.clone()).within(&key.0);
+        let view = object.view();
+        let object_ref = ObjectRef::new_with(view.name, resource.clone()).within(view.namespace);
         if store.get(&object_ref).is_none() {
-            if let Some(gone) = seen.remove(&key) {
-                metrics.forget(gone);
-            }
-            continue;
+            followed.gone(view.namespace, view.name);
+        } else {
+            followed.changed(&view);
         }
-        let before = seen.remove(&key);
-        let now = metrics.changed(&kind, before, &object.view());
-        seen.insert(key, now);
     }
-}
-
-fn key(object: &CachedObject) -> (String, String) {
-    let meta = &object.metadata;
-    (
-        meta.namespace.clone().unwrap_or_default(),
-        meta.name.clone().unwrap_or_default(),
-    )
 }

@@ -21,7 +21,7 @@
 //! replica running the controllers (the leader).
 
 use std::{
-    collections::BTreeMap,
+    collections::{BTreeMap, HashMap},
     fmt,
     sync::{Arc, PoisonError, RwLock, atomic::AtomicU64},
     time::SystemTime,
@@ -260,6 +260,58 @@ impl KubeRayMetrics {
             };
         }
     }
+}
+
+/// What one watch of RayClusters or RayJobs has seen, by namespace and name. The durations set for those
+/// objects go with it: when the watch ends (the replica steps down and stops its controllers, or its cache
+/// stops), this replica stops exporting them, so a dashboard summing over replicas counts each once.
+pub(crate) struct Followed {
+    metrics: KubeRayMetrics,
+    kind: String,
+    seen: HashMap<(String, String), Seen>,
+}
+
+impl Followed {
+    /// An empty record of `kind`'s objects, setting durations into `metrics`.
+    pub(crate) fn new(metrics: KubeRayMetrics, kind: String) -> Self {
+        Self {
+            metrics,
+            kind,
+            seen: HashMap::new(),
+        }
+    }
+
+    /// Remembers an object cached before the watch started, without reporting a transition.
+    pub(crate) fn remember(&mut self, object: &ObjectView<'_>) {
+        self.seen.insert(key(object), Seen::of(object));
+    }
+
+    /// Records a change of `object` (setting a duration on a transition).
+    pub(crate) fn changed(&mut self, object: &ObjectView<'_>) {
+        let key = key(object);
+        let before = self.seen.remove(&key);
+        let now = self.metrics.changed(&self.kind, before, object);
+        self.seen.insert(key, now);
+    }
+
+    /// Forgets the object `namespace`/`name`, which is gone, with its durations.
+    pub(crate) fn gone(&mut self, namespace: &str, name: &str) {
+        if let Some(gone) = self.seen.remove(&(namespace.to_string(), name.to_string())) {
+            self.metrics.forget(gone);
+        }
+    }
+}
+
+impl Drop for Followed {
+    fn drop(&mut self) {
+        for (_, seen) in self.seen.drain() {
+            self.metrics.forget(seen);
+        }
+    }
+}
+
+fn key(object: &ObjectView<'_>) -> (String, String) {
+    (object.namespace.to_string(), object.name.to_string())
 }
 
 /// The families listed from the caches at each scrape.

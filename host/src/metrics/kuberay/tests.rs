@@ -221,3 +221,52 @@ fn execution_duration_is_set_on_retrying_and_terminal_states_with_the_retry_coun
     );
     assert!(lines(&encode(&metrics), "kuberay_job_execution_duration_seconds").is_empty());
 }
+
+/// `object` seen through `Followed` (the view borrows the status text).
+fn follow(followed: &mut Followed, object: &Value, remember: bool) {
+    let (status, mut view) = status_view(object);
+    view.status = Some(&status);
+    if remember {
+        followed.remember(&view);
+    } else {
+        followed.changed(&view);
+    }
+}
+
+#[test]
+fn a_followed_watch_drops_its_durations_when_an_object_goes_and_when_it_ends() {
+    let metrics = KubeRayMetrics::default();
+    let family = "kuberay_cluster_provisioned_duration_seconds";
+    let provisioned = |name: &str| {
+        object(
+            name,
+            &format!("uid-{name}"),
+            json!({}),
+            json!({"conditions": [{"type": "RayClusterProvisioned", "status": "True",
+                                   "lastTransitionTime": "1970-01-01T00:16:52Z"}]}),
+        )
+    };
+    let pending = |name: &str| object(name, &format!("uid-{name}"), json!({}), json!({}));
+    let mut followed = Followed::new(metrics.clone(), "RayCluster".to_string());
+    // Cached before the watch started, already provisioned: remembered, never reported.
+    follow(&mut followed, &provisioned("old"), true);
+    follow(&mut followed, &provisioned("old"), false);
+    for name in ["a", "b"] {
+        follow(&mut followed, &pending(name), false);
+        follow(&mut followed, &provisioned(name), false);
+    }
+    assert_eq!(lines(&encode(&metrics), family).len(), 2, "{}", encode(&metrics));
+
+    followed.gone("ns", "a");
+    let left = lines(&encode(&metrics), family);
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(left[0].contains(r#"name="b""#), "{left:?}");
+
+    // The watch ends (this replica stops leading): what it set goes with it.
+    drop(followed);
+    assert!(
+        lines(&encode(&metrics), family).is_empty(),
+        "{}",
+        encode(&metrics)
+    );
+}
