@@ -2,20 +2,23 @@
 //! name, our default), so in one namespace only one of them reconciles. KubeRay's real operator
 //! (`make kuberay-operator`) leads first and ours stands by, writing nothing; when KubeRay's dies without
 //! releasing the Lease, ours takes it over once it expires and reconciles. And the whole switch, both ways,
-//! with no Pod deleted or recreated.
+//! with no Pod deleted or recreated: RayClusters, then a RayJob and a RayService in flight.
 
 use std::{collections::BTreeMap, path::PathBuf, process::Stdio, time::Duration};
 
 use k8s_openapi::api::{coordination::v1::Lease, core::v1::Pod};
-use kube::Api;
-use kuberay_testenv::{TestNamespace, fixtures::small_cluster, workloads::real_ray::http_get};
+use kube::{Api, api::DynamicObject};
+use kuberay_testenv::{
+    TestNamespace, fixtures::small_cluster, proxy_http::ProxyHttp, workloads::real_ray::http_get,
+};
 use serde_json::json;
 
 use crate::{
     leadership::{create_cluster, holder_of},
+    rayservice::{active_cluster, rayservices, ready, sample_service},
     support::{
-        apply, env, eventually, free_addr, namespace, plugins_dir_with, pods, rayclusters, ready_cluster,
-        scratch_dir, shared_cache_dir, test_policy_file,
+        apply, env, eventually, free_addr, namespace, plugins_dir_with, pods, ray_api, rayclusters,
+        ready_cluster, scratch_dir, shared_cache_dir, status_of, test_policy_file,
     },
 };
 
@@ -35,8 +38,13 @@ fn free_port() -> u16 {
     free_addr().port()
 }
 
-/// KubeRay's operator with leader election in `ns`, its log in `log`.
-fn start_kuberay(kubeconfig: &std::path::Path, ns: &str, log: &std::path::Path) -> tokio::process::Child {
+/// KubeRay's operator with leader election in `ns` and the `extra` flags, its log in `log`.
+fn start_kuberay(
+    kubeconfig: &std::path::Path,
+    ns: &str,
+    log: &std::path::Path,
+    extra: &[&str],
+) -> tokio::process::Child {
     let out = std::fs::File::create(log).expect("KubeRay's log file");
     let err = out.try_clone().expect("KubeRay's log file");
     tokio::process::Command::new(kuberay_binary())
@@ -47,6 +55,7 @@ fn start_kuberay(kubeconfig: &std::path::Path, ns: &str, log: &std::path::Path) 
             &format!("--metrics-addr=127.0.0.1:{}", free_port()),
             &format!("--health-probe-bind-address=127.0.0.1:{}", free_port()),
         ])
+        .args(extra)
         .env("KUBECONFIG", kubeconfig)
         .stdin(Stdio::null())
         .stdout(out)
@@ -56,9 +65,27 @@ fn start_kuberay(kubeconfig: &std::path::Path, ns: &str, log: &std::path::Path) 
         .expect("starting KubeRay's operator")
 }
 
-/// Our operator binary, started with KubeRay's flags as its chart writes them and the default Lease.
+/// Our operator binary with the RayCluster plugin, started with KubeRay's flags as its chart writes them and
+/// the default Lease.
 fn start_ours(kubeconfig: &std::path::Path, ns: &str, metrics_port: u16) -> tokio::process::Child {
-    let plugins = plugins_dir_with(&[kuberay_plugin_artifacts::RAYCLUSTER]);
+    start_ours_with(
+        kubeconfig,
+        ns,
+        metrics_port,
+        &[kuberay_plugin_artifacts::RAYCLUSTER],
+        &[],
+    )
+}
+
+/// Our operator binary with `plugins` and KubeRay's flags, `extra` among them.
+fn start_ours_with(
+    kubeconfig: &std::path::Path,
+    ns: &str,
+    metrics_port: u16,
+    plugins: &[&str],
+    extra: &[&str],
+) -> tokio::process::Child {
+    let plugins = plugins_dir_with(plugins);
     tokio::process::Command::new(env!("CARGO_BIN_EXE_kuberay-wasm"))
         .arg("operator")
         .arg("--plugins")
@@ -78,6 +105,7 @@ fn start_ours(kubeconfig: &std::path::Path, ns: &str, metrics_port: u16) -> toki
             "--plugin-resources=false",
             "--plugin-reload-interval=0",
         ])
+        .args(extra)
         .env("RUST_LOG", "warn")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -133,7 +161,7 @@ async fn kuberays_operator_and_ours_never_lead_at_once_on_kuberays_lease() {
     let kubeconfig = env.kubeconfig().to_path_buf();
     let read_log = || std::fs::read_to_string(&log).unwrap_or_default();
 
-    let mut kuberay = start_kuberay(&kubeconfig, ns.name(), &log);
+    let mut kuberay = start_kuberay(&kubeconfig, ns.name(), &log, &[]);
     let kuberays = eventually(
         "KubeRay's operator to hold the Lease",
         Duration::from_secs(60),
@@ -230,7 +258,7 @@ async fn switching_from_kuberay_and_back_restarts_no_pod() {
     let kubeconfig = env.kubeconfig().to_path_buf();
     let clusters = rayclusters(&client, &ns);
 
-    let mut kuberay = start_kuberay(&kubeconfig, ns.name(), &log);
+    let mut kuberay = start_kuberay(&kubeconfig, ns.name(), &log, &[]);
     let kuberays = eventually("KubeRay to lead", Duration::from_secs(60), || {
         holder_of(&leases, LEASE)
     })
@@ -328,7 +356,7 @@ async fn switching_from_kuberay_and_back_restarts_no_pod() {
 
     // And back: ours goes, KubeRay comes, and no Pod changes.
     ours.kill().await.expect("killing our operator");
-    let _kuberay = start_kuberay(&kubeconfig, ns.name(), &log);
+    let _kuberay = start_kuberay(&kubeconfig, ns.name(), &log, &[]);
     eventually("KubeRay to lead again", Duration::from_secs(90), || async {
         holder_of(&leases, LEASE)
             .await
@@ -345,4 +373,154 @@ async fn switching_from_kuberay_and_back_restarts_no_pod() {
     );
     ready_cluster(&client, &ns, "plain").await;
     ready_cluster(&client, &ns, "recreate").await;
+}
+
+/// KubeRay's flag both operators need here: they run outside the Pod network and reach heads through the
+/// API server.
+const THROUGH_PROXY: &str = "--use-kubernetes-proxy=true";
+
+/// Every RayCluster of the namespace by name, with its uid.
+async fn cluster_uids(client: &kube::Client, ns: &TestNamespace) -> BTreeMap<String, String> {
+    rayclusters(client, ns)
+        .list(&Default::default())
+        .await
+        .map(|list| list.items)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|c| Some((c.metadata.name?, c.metadata.uid?)))
+        .collect()
+}
+
+/// How many times each submission id reached the fake head of `cluster`.
+async fn submissions(client: &kube::Client, ns: &TestNamespace, cluster: &str) -> Option<serde_json::Value> {
+    let head = ProxyHttp::service(
+        client.clone(),
+        ns.name(),
+        &format!("{cluster}-head-svc"),
+        "dashboard",
+    );
+    head.get("/testenv/submissions").await.ok()?.json().ok()
+}
+
+/// The RayJob's status once `check` holds of it.
+async fn rayjob_when(
+    api: &Api<DynamicObject>,
+    what: &str,
+    check: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    eventually(what, Duration::from_secs(120), || async {
+        status_of(api, "in-flight").await.filter(|s| check(s))
+    })
+    .await
+}
+
+/// The switch with work in flight: under KubeRay a RayJob (HTTPMode) is running its job and a RayService
+/// (KubeRay's sample) is serving; ours takes over with KubeRay's flags and finishes the job KubeRay submitted
+/// (not submitted again) while the service keeps its cluster, with no Pod or RayCluster replaced; then
+/// KubeRay takes them back, again replacing nothing.
+#[tokio::test]
+async fn switching_with_a_rayjob_and_a_rayservice_in_flight_replaces_nothing() {
+    let env = env().await;
+    let client = env.client().await.unwrap();
+    let ns = namespace(env, "kuberay-switch-work").await;
+    let leases: Api<Lease> = Api::namespaced(client.clone(), ns.name());
+    let log = scratch_dir("kuberay-switch-work").join("kuberay-operator.log");
+    let read_log = || std::fs::read_to_string(&log).unwrap_or_default();
+    let kubeconfig = env.kubeconfig().to_path_buf();
+    let jobs = ray_api(&client, &ns, "RayJob", "rayjobs");
+    let services = rayservices(&client, &ns);
+
+    let mut kuberay = start_kuberay(&kubeconfig, ns.name(), &log, &[THROUGH_PROXY]);
+    let kuberays = eventually("KubeRay to lead", Duration::from_secs(60), || {
+        holder_of(&leases, LEASE)
+    })
+    .await;
+    let job = json!({
+        "apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "in-flight"},
+        "spec": {"submissionMode": "HTTPMode", "entrypoint": "sleep 75; echo done",
+                 "rayClusterSpec": small_cluster()},
+    });
+    apply(&jobs, &job).await;
+    apply(&services, &sample_service()).await;
+    let running = rayjob_when(&jobs, "KubeRay to run the job", |s| s["jobStatus"] == "RUNNING").await;
+    let job_id = running["jobId"].as_str().expect("a jobId").to_string();
+    let job_cluster = running["rayClusterName"].as_str().expect("a cluster").to_string();
+    let serving = ready(&services, "rayservice-sample").await;
+    let service_cluster = active_cluster(&serving);
+    let pods_before = pod_uids(&client, &ns).await;
+    let clusters_before = cluster_uids(&client, &ns).await;
+    assert_eq!(clusters_before.len(), 2, "{clusters_before:?}");
+
+    // KubeRay goes mid-job; ours comes with KubeRay's flags and all three plugins.
+    kuberay.kill().await.expect("killing KubeRay's operator");
+    let port = free_port();
+    let plugins = [
+        kuberay_plugin_artifacts::RAYCLUSTER,
+        kuberay_plugin_artifacts::RAYJOB,
+        kuberay_plugin_artifacts::RAYSERVICE,
+    ];
+    let mut ours = start_ours_with(&kubeconfig, ns.name(), port, &plugins, &[THROUGH_PROXY]);
+    for controller in ["rayjob", "rayservice"] {
+        let label = format!(r#"controller="{controller}""#);
+        eventually(
+            &format!("our {controller} reconciles"),
+            Duration::from_secs(120),
+            || async {
+                (our_sum(port, "controller_runtime_reconcile_total", &label).await >= 1.0).then_some(())
+            },
+        )
+        .await;
+    }
+    let done = rayjob_when(&jobs, "the job to complete under ours", |s| {
+        s["jobDeploymentStatus"] == "Complete"
+    })
+    .await;
+    assert_eq!(done["jobStatus"], "SUCCEEDED", "{done}");
+    assert_eq!(done["jobId"], job_id.as_str(), "{done}");
+    assert_eq!(done["rayClusterName"], job_cluster.as_str(), "{done}");
+    let submitted = submissions(&client, &ns, &job_cluster)
+        .await
+        .expect("the head's submissions");
+    assert_eq!(submitted, json!({&job_id: 1}), "the job was submitted again");
+    let still = ready(&services, "rayservice-sample").await;
+    assert_eq!(active_cluster(&still), service_cluster, "{still}");
+    assert_eq!(
+        cluster_uids(&client, &ns).await,
+        clusters_before,
+        "our take-over replaced a RayCluster"
+    );
+    assert_eq!(
+        pod_uids(&client, &ns).await,
+        pods_before,
+        "our take-over changed Pods"
+    );
+
+    // And back to KubeRay: nothing replaced either, and the finished job stays finished.
+    ours.kill().await.expect("killing our operator");
+    let _kuberay = start_kuberay(&kubeconfig, ns.name(), &log, &[THROUGH_PROXY]);
+    eventually("KubeRay to lead again", Duration::from_secs(90), || async {
+        holder_of(&leases, LEASE)
+            .await
+            .filter(|h| h.as_str() != kuberays.as_str())
+            .filter(|h| !h.starts_with("kuberay-wasm"))
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    let back = ready(&services, "rayservice-sample").await;
+    assert_eq!(active_cluster(&back), service_cluster, "{back}\n{}", read_log());
+    let job_now = status_of(&jobs, "in-flight").await.unwrap_or_default();
+    assert_eq!(job_now["jobDeploymentStatus"], "Complete", "{job_now}");
+    assert_eq!(job_now["jobId"], job_id.as_str(), "{job_now}");
+    assert_eq!(
+        cluster_uids(&client, &ns).await,
+        clusters_before,
+        "KubeRay's take-over replaced a RayCluster; its log:\n{}",
+        read_log()
+    );
+    assert_eq!(
+        pod_uids(&client, &ns).await,
+        pods_before,
+        "KubeRay's take-over changed Pods; its log:\n{}",
+        read_log()
+    );
 }
