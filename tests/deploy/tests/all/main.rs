@@ -5,7 +5,8 @@
 //! really has once each is installed into the test environment's control plane (`install.rs`), and the
 //! installed chart's operator running in its Pods (`incluster.rs`): two replicas handing leadership over
 //! (`failover.rs`), a RayJob in proxy routing with only that mode's rights (`proxy_rayjob.rs`), and a plugin
-//! served from the test environment's registry by a ReconcilePlugin resource (`plugin_resource.rs`). They fail
+//! served from the test environment's registry by a ReconcilePlugin resource (`plugin_resource.rs`), and the
+//! switch from KubeRay's operator to the chart installed with KubeRay's values and back (`switch.rs`). They fail
 //! when `make deploy-tools` has not built helm and kustomize.
 
 #![allow(
@@ -24,6 +25,7 @@ mod kuberay_values;
 mod kustomize;
 mod plugin_resource;
 mod proxy_rayjob;
+mod switch;
 
 use kuberay_deploy_tests::Tools;
 
