@@ -129,7 +129,7 @@ mod tests {
             cluster_domain: "cluster.local".into(),
             env: OperatorEnv::default(),
             batch_scheduler: None,
-            gates: crate::gates::Gates::default(),
+            gates: kuberay_rules::cluster_spec::Gates::default(),
         };
         let role = build_role(&id);
         assert_eq!(role.metadata.name, Some(names::check_name(&id.name)));

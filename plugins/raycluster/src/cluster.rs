@@ -5,14 +5,16 @@
 use std::collections::BTreeMap;
 
 use kuberay_crds::{
-    AutoscalerVersion, GcsFaultToleranceBackend, MANAGED_BY_KUBERAY, RayCluster, RayClusterSpec,
-    WorkerGroupSpec,
+    GcsFaultToleranceBackend, MANAGED_BY_KUBERAY, RayCluster, RayClusterSpec, WorkerGroupSpec,
     constants::{annotations, labels},
 };
 
 use kuberay_rules::{batch_scheduler::BatchScheduler, operator_env::OperatorEnv};
 
-use crate::{consts::DEFAULT_GCS_SERVER_PORT, gates::Gates};
+use kuberay_rules::cluster_spec::{self, Gates};
+pub use kuberay_rules::cluster_spec::{autoscaler_v2, autoscaler_version, autoscaling, group_suspended};
+
+use crate::consts::DEFAULT_GCS_SERVER_PORT;
 
 /// The cluster's name, namespace and uid, which nearly every object built for it needs.
 #[derive(Debug, Clone)]
@@ -85,23 +87,9 @@ pub fn managed_elsewhere(spec: &RayClusterSpec) -> Option<&str> {
     spec.managed_by.as_deref().filter(|m| *m != MANAGED_BY_KUBERAY)
 }
 
-pub fn autoscaling(spec: &RayClusterSpec) -> bool {
-    spec.enable_in_tree_autoscaling == Some(true)
-}
-
-/// The autoscaler version the user chose explicitly; unset lets Ray pick by its own version.
-pub fn autoscaler_version(spec: &RayClusterSpec) -> Option<AutoscalerVersion> {
-    spec.autoscaler_options.as_ref().and_then(|o| o.version)
-}
-
-pub fn autoscaler_v2(spec: &RayClusterSpec) -> bool {
-    autoscaler_version(spec) == Some(AutoscalerVersion::V2)
-}
-
 /// GCS fault tolerance: `gcsFaultToleranceOptions`, or the legacy `ray.io/ft-enabled: "true"`.
 pub fn gcs_ft_enabled(cluster: &RayCluster) -> bool {
-    annotation(cluster, annotations::RAY_FT_ENABLED).is_some_and(|v| v.eq_ignore_ascii_case("true"))
-        || cluster.spec.gcs_fault_tolerance_options.is_some()
+    cluster_spec::gcs_ft_enabled(&cluster.spec, cluster.metadata.annotations.as_ref())
 }
 
 /// The embedded RocksDB backend (no Redis to clean up).
@@ -130,10 +118,6 @@ pub fn head_port(spec: &RayClusterSpec) -> String {
         .and_then(|p| p.get("port"))
         .cloned()
         .unwrap_or_else(|| DEFAULT_GCS_SERVER_PORT.to_string())
-}
-
-pub fn group_suspended(group: &WorkerGroupSpec) -> bool {
-    group.suspend == Some(true)
 }
 
 /// Pods per replica; the CRD defaults `numOfHosts` to 1.

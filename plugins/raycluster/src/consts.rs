@@ -8,7 +8,7 @@ pub use kuberay_rules::consts::{
     APPLICATION_NAME, CLIENT_PORT_NAME, CLUSTER_DOMAIN, COMPONENT_NAME, DASHBOARD_PORT_NAME,
     DEFAULT_CLIENT_PORT, DEFAULT_DASHBOARD_AGENT_LISTEN_PORT, DEFAULT_DASHBOARD_PORT,
     DEFAULT_GCS_SERVER_PORT, DEFAULT_METRICS_PORT, DEFAULT_SERVICE_APP_PROTOCOL, DEFAULT_SERVING_PORT,
-    GCS_SERVER_PORT_NAME, KUBERAY_VERSION, METRICS_PORT_NAME, SERVING_PORT_NAME, action,
+    GCS_SERVER_PORT_NAME, KUBERAY_VERSION, METRICS_PORT_NAME, SERVING_PORT_NAME, action, env, gcs_storage,
 };
 
 /// The loopback address the head uses to reach its own GCS.
@@ -21,47 +21,6 @@ pub const SHARED_MEMORY_VOLUME_NAME: &str = "shared-mem";
 pub const SHARED_MEMORY_MOUNT_PATH: &str = "/dev/shm";
 pub const RAY_LOG_VOLUME_NAME: &str = "ray-logs";
 pub const RAY_LOG_MOUNT_PATH: &str = "/tmp/ray";
-
-/// Environment variables the operator sets on Ray containers.
-/// The embedded (RocksDB) GCS store of `gcsFaultToleranceOptions.backend: rocksdb`: KubeRay's names.
-pub mod gcs_storage {
-    /// Selects the backend in the head's Ray container.
-    pub const ENV_STORAGE: &str = "RAY_gcs_storage";
-    /// Where the head keeps the store.
-    pub const ENV_STORAGE_PATH: &str = "RAY_gcs_storage_path";
-    pub const ROCKSDB: &str = "rocksdb";
-    pub const VOLUME_NAME: &str = "gcs-storage";
-    pub const MOUNT_PATH: &str = "/data/gcs";
-    /// The operator's claim is `<cluster>-gcs-pvc`.
-    pub const PVC_SUFFIX: &str = "-gcs-pvc";
-    pub const DEFAULT_SIZE: &str = "1Gi";
-}
-
-pub mod env {
-    pub const RAY_CLUSTER_NAME: &str = "RAY_CLUSTER_NAME";
-    pub const RAY_CLUSTER_NAMESPACE: &str = "RAY_CLUSTER_NAMESPACE";
-    pub const RAY_CLOUD_INSTANCE_ID: &str = "RAY_CLOUD_INSTANCE_ID";
-    pub const RAY_NODE_TYPE_NAME: &str = "RAY_NODE_TYPE_NAME";
-    pub const RAY_IP: &str = "RAY_IP";
-    pub const FQ_RAY_IP: &str = "FQ_RAY_IP";
-    pub const RAY_PORT: &str = "RAY_PORT";
-    pub const RAY_ADDRESS: &str = "RAY_ADDRESS";
-    pub const RAY_REDIS_ADDRESS: &str = "RAY_REDIS_ADDRESS";
-    pub const REDIS_PASSWORD: &str = "REDIS_PASSWORD";
-    pub const REDIS_USERNAME: &str = "REDIS_USERNAME";
-    pub const RAY_EXTERNAL_STORAGE_NS: &str = "RAY_external_storage_namespace";
-    pub const RAY_GCS_RPC_SERVER_RECONNECT_TIMEOUT_S: &str = "RAY_gcs_rpc_server_reconnect_timeout_s";
-    pub const RAY_TIMEOUT_MS_TASK_WAIT_FOR_DEATH_INFO: &str = "RAY_timeout_ms_task_wait_for_death_info";
-    pub const RAY_GCS_SERVER_REQUEST_TIMEOUT_SECONDS: &str = "RAY_gcs_server_request_timeout_seconds";
-    pub const RAY_SERVE_KV_TIMEOUT_S: &str = "RAY_SERVE_KV_TIMEOUT_S";
-    pub const RAY_USAGE_STATS_KUBERAY_IN_USE: &str = "RAY_USAGE_STATS_KUBERAY_IN_USE";
-    pub const RAY_USAGE_STATS_EXTRA_TAGS: &str = "RAY_USAGE_STATS_EXTRA_TAGS";
-    pub const RAY_DASHBOARD_ENABLE_K8S_DISK_USAGE: &str = "RAY_DASHBOARD_ENABLE_K8S_DISK_USAGE";
-    pub const KUBERAY_GEN_RAY_START_CMD: &str = "KUBERAY_GEN_RAY_START_CMD";
-    pub const KUBERAY_GEN_AUTOSCALER_START_CMD: &str = "KUBERAY_GEN_AUTOSCALER_START_CMD";
-    pub const RAY_START_ULIMIT_OPEN_FILES: &str = "RAY_START_ULIMIT_OPEN_FILES";
-    pub const RAY_ENABLE_AUTOSCALER_V2: &str = "RAY_enable_autoscaler_v2";
-}
 
 /// Event reasons, exactly as KubeRay records them.
 pub mod reason {

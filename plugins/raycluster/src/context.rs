@@ -77,7 +77,7 @@ impl<'h, H: Host> Ctx<'h, H> {
         id.env = kuberay_rules::operator_env::OperatorEnv::from_config(&config);
         // An unknown scheduler never gets here: `config::check` refuses it when the plugin is loaded.
         id.batch_scheduler = BatchScheduler::from_config(&config).ok().flatten();
-        id.gates = crate::gates::Gates::from_config(&config);
+        id.gates = kuberay_rules::cluster_spec::Gates::from_config(&config);
         Self {
             host,
             cluster,

@@ -14,7 +14,6 @@ pub mod cluster;
 pub mod conditions;
 pub mod consts;
 pub mod context;
-pub mod gates;
 pub mod gcs_storage;
 pub mod ingress;
 pub mod multi_host;
@@ -35,7 +34,7 @@ pub mod status;
 pub mod suspend;
 pub mod upgrade;
 pub mod validation;
-pub mod version;
+pub use kuberay_rules::version;
 pub mod worker_pods;
 
 use k8s_openapi::api::{

@@ -4,7 +4,7 @@
 use k8s_openapi::Resource;
 use kuberay_crds::{JobSubmissionMode, RayJob, RayJobSpec};
 use kuberay_plugin_sdk::{Event, Host, HostError, LogLevel, RayHead, TypedHost};
-use kuberay_rules::{batch_scheduler::BatchScheduler, time};
+use kuberay_rules::{batch_scheduler::BatchScheduler, cluster_spec::Gates, time};
 use serde::de::DeserializeOwned;
 
 use crate::spec;
@@ -21,6 +21,8 @@ pub struct Ctx<'h, H: Host> {
     pub env: OperatorEnv,
     /// The batch scheduler (the plugin's `batchScheduler` configuration), if any.
     pub batch_scheduler: Option<BatchScheduler>,
+    /// The feature gates the cluster spec is validated under (the plugin's `featureGates` configuration).
+    pub gates: Gates,
 }
 
 impl<'h, H: Host> Ctx<'h, H> {
@@ -33,6 +35,7 @@ impl<'h, H: Host> Ctx<'h, H> {
             env: OperatorEnv::from_config(&config),
             // An unknown scheduler never gets here: `config::check` refuses it when the plugin is loaded.
             batch_scheduler: BatchScheduler::from_config(&config).ok().flatten(),
+            gates: Gates::from_config(&config),
             host,
             job,
             name,

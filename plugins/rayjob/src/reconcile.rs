@@ -41,7 +41,7 @@ pub fn reconcile<H: Host>(host: &H, request: Request) -> Result<Outcome, Reconci
     }
     let ctx = Ctx::new(host, job);
     let old = ctx.job.status.clone().unwrap_or_default();
-    if let Err(invalid) = validation::validate(&ctx.job) {
+    if let Err(invalid) = validation::validate(&ctx.job, ctx.gates) {
         return validation_failed(&ctx, old, &invalid);
     }
     let mut new = old.clone();

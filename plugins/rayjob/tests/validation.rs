@@ -80,6 +80,44 @@ fn k8s_token_auth_is_not_supported() {
     );
 }
 
+/// The cluster spec a RayJob carries is checked with KubeRay's cluster rules (`ValidateRayClusterSpec`),
+/// so a bad one fails the RayJob with the rule's message before any RayCluster is made.
+#[test]
+fn the_cluster_spec_is_checked_with_kuberays_cluster_rules() {
+    let mut job = sample("ray-job.sample.yaml");
+    let mut cluster = job["spec"]["rayClusterSpec"].clone();
+    cluster["workerGroupSpecs"][0]["minReplicas"] = json!(5);
+    cluster["workerGroupSpecs"][0]["maxReplicas"] = json!(2);
+    let (message, reason) = rejected(json!({"rayClusterSpec": cluster}));
+    assert_eq!(
+        message,
+        "The RayJob spec is invalid: worker group small-group has minReplicas 5 greater than maxReplicas 2"
+    );
+    assert_eq!(reason, "InvalidRayJobSpec");
+
+    // A feature-gated option follows the gate as the RayCluster plugin does: refused while it is off...
+    job["spec"]["rayClusterSpec"]["networkPolicy"] = json!({"mode": "DenyAll"});
+    let host = host(job.clone());
+    step(&host);
+    assert_eq!(
+        status(&host)["message"],
+        "The RayJob spec is invalid: spec.networkPolicy requires the RayClusterNetworkPolicy feature gate to be \
+         enabled"
+    );
+    // ...and taken with it on.
+    let host = host_with_gate(job, "RayClusterNetworkPolicy");
+    step(&host);
+    assert_ne!(deployment(&host), "ValidationFailed", "{}", status(&host));
+}
+
+/// The judged host with the feature gate `gate` on, over the policy entry's configuration.
+fn host_with_gate(job: Value, gate: &str) -> kuberay_plugin_sdk::testing::FakeHost {
+    let host = host(job);
+    let mut config = kuberay_plugin_sdk::Host::config(&host);
+    config.insert("featureGates".into(), json!({gate: true}));
+    host.with_config(Value::Object(config))
+}
+
 #[test]
 fn names_must_leave_room_for_the_cluster_suffix() {
     let mut job = sample("ray-job.sample.yaml");

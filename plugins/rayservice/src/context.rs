@@ -3,7 +3,7 @@
 
 use kuberay_crds::{RayService, RayServiceSpec, RayServiceStatuses};
 use kuberay_plugin_sdk::{Event, Host, LogLevel};
-use kuberay_rules::{operator_env::OperatorEnv, report, time};
+use kuberay_rules::{cluster_spec::Gates, operator_env::OperatorEnv, report, time};
 
 /// One reconcile of one RayService.
 pub struct Ctx<'h, H: Host> {
@@ -15,15 +15,19 @@ pub struct Ctx<'h, H: Host> {
     pub now: i64,
     /// KubeRay's operator environment toggles (the plugin's `kuberayEnv` configuration).
     pub env: OperatorEnv,
+    /// The feature gates the cluster spec is validated under (the plugin's `featureGates` configuration).
+    pub gates: Gates,
 }
 
 impl<'h, H: Host> Ctx<'h, H> {
     pub fn new(host: &'h H, service: RayService) -> Self {
         let name = service.metadata.name.clone().unwrap_or_default();
         let namespace = service.metadata.namespace.clone().unwrap_or_default();
+        let config = host.config();
         Self {
             now: time::now_seconds(host),
-            env: OperatorEnv::from_config(&host.config()),
+            env: OperatorEnv::from_config(&config),
+            gates: Gates::from_config(&config),
             host,
             service,
             name,

@@ -62,7 +62,7 @@ pub fn reconcile<H: Host>(host: &H, request: Request) -> Result<Outcome, Reconci
         host.add_finalizer(finalizers::RAY_SERVICE)?;
         return Ok(Outcome::requeue_after(REQUEUE));
     }
-    if let Err(invalid) = validation::validate(&ctx.service) {
+    if let Err(invalid) = validation::validate(&ctx.service, ctx.gates) {
         return validation_failed(&ctx, &old, &invalid);
     }
     if crate::service::incremental(&ctx.service)

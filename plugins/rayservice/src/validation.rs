@@ -3,7 +3,10 @@
 //! changes.
 
 use kuberay_crds::{RayService, RayServiceUpgradeType, constants::annotations};
-use kuberay_rules::names::is_dns1035_label;
+use kuberay_rules::{
+    cluster_spec::{self, Gates},
+    names::is_dns1035_label,
+};
 
 use crate::{
     consts::{MAX_RAYSERVICE_NAME_LENGTH, reason},
@@ -17,12 +20,13 @@ pub struct Invalid {
     pub message: String,
 }
 
-pub fn validate(service: &RayService) -> Result<(), Invalid> {
+/// KubeRay's checks of `service`, its cluster spec's under the feature gates `gates`.
+pub fn validate(service: &RayService, gates: Gates) -> Result<(), Invalid> {
     metadata(service).map_err(|m| Invalid {
         reason: reason::INVALID_RAYSERVICE_METADATA,
         message: format!("The RayService metadata is invalid: {m}"),
     })?;
-    spec(service).map_err(|m| Invalid {
+    spec(service, gates).map_err(|m| Invalid {
         reason: reason::INVALID_RAYSERVICE_SPEC,
         message: format!("The RayService spec is invalid: {m}"),
     })?;
@@ -72,18 +76,18 @@ fn initializing_timeout(service: &RayService) -> Result<(), String> {
     }
 }
 
-fn spec(service: &RayService) -> Result<(), String> {
+fn spec(service: &RayService, gates: Gates) -> Result<(), String> {
     let spec = &service.spec;
-    if spec
-        .ray_cluster_config
-        .head_group_spec
-        .template
-        .spec
+    let cluster = &spec.ray_cluster_config;
+    if cluster
+        .auth_options
         .as_ref()
-        .is_none_or(|p| p.containers.is_empty())
+        .and_then(|a| a.enable_k8s_token_auth)
+        == Some(true)
     {
-        return Err("headGroupSpec should have at least one container".into());
+        return Err("K8s token auth mode is currently not supported for RayService".into());
     }
+    cluster_spec::validate_spec(cluster, service.metadata.annotations.as_ref(), gates)?;
     if kuberay_rules::names::custom_head_service(&spec.ray_cluster_config).is_some() {
         return Err("spec.rayClusterConfig.headGroupSpec.headService.metadata.name should not be set".into());
     }

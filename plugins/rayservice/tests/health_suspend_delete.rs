@@ -147,6 +147,25 @@ fn invalid_rayservices_fail_validation_with_kuberays_reasons() {
             "Sideways is invalid",
         ),
         (
+            {
+                let mut o = rayservice(json!({}));
+                o["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]["maxReplicas"] = json!(0);
+                o
+            },
+            "InvalidRayServiceSpec",
+            "The RayService spec is invalid: worker group small has minReplicas 1 greater than maxReplicas 0",
+        ),
+        (
+            {
+                let mut o = rayservice(json!({}));
+                o["spec"]["rayClusterConfig"]["authOptions"] =
+                    json!({"mode": "token", "enableK8sTokenAuth": true});
+                o
+            },
+            "InvalidRayServiceSpec",
+            "K8s token auth mode is currently not supported for RayService",
+        ),
+        (
             rayservice(json!({"rayClusterDeletionDelaySeconds": -1})),
             "InvalidRayServiceSpec",
             "non-negative",

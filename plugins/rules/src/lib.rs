@@ -7,6 +7,9 @@
 //! - [`names`]: how KubeRay names what it creates (`CheckName`, `CheckLabel`, the head and serve Services,
 //!   Pod `generateName`s, `<base>-<5 random>` suffixes) and the DNS-1035 check;
 //! - [`labels`]: label selectors of a cluster's Pods;
+//! - [`cluster_spec`]: KubeRay's `ValidateRayClusterSpec`, for RayClusters and the cluster specs of RayJobs
+//!   and RayServices alike, under the feature gates;
+//! - [`version`]: Ray version comparisons as KubeRay parses versions;
 //! - [`ports`]: the ports of a cluster's head Service;
 //! - [`syntax`]: Kubernetes' name and label syntaxes KubeRay validates, with Kubernetes' messages;
 //! - [`env`]: container environment variables, added without overriding the user's;
@@ -24,6 +27,7 @@
 
 pub mod auth;
 pub mod batch_scheduler;
+pub mod cluster_spec;
 pub mod config;
 pub mod consts;
 pub mod env;
@@ -37,3 +41,4 @@ pub mod report;
 pub mod resources;
 pub mod syntax;
 pub mod time;
+pub mod version;

@@ -14,8 +14,7 @@ use kuberay_crds::{CollectorOptions, RayCluster, constants::labels};
 use super::env::{field, push, push_if_absent, value};
 use crate::{auth, cluster::Identity, ray_start::NodeType};
 
-/// The collector container's name; templates may not use it while the history server is configured.
-pub const COLLECTOR_CONTAINER_NAME: &str = "ray-history-collector";
+pub use kuberay_rules::consts::history::{COLLECTOR_CONTAINER_NAME, env};
 
 /// The port the collector receives Ray's events on.
 const EVENTS_PORT: &str = "8084";
@@ -24,46 +23,6 @@ const EVENTS_PORT: &str = "8084";
 pub const DEFAULT_EXPOSABLE_EVENT_TYPES: &str = "TASK_DEFINITION_EVENT,TASK_LIFECYCLE_EVENT,\
 ACTOR_TASK_DEFINITION_EVENT,TASK_PROFILE_EVENT,DRIVER_JOB_DEFINITION_EVENT,DRIVER_JOB_LIFECYCLE_EVENT,\
 ACTOR_DEFINITION_EVENT,ACTOR_LIFECYCLE_EVENT,NODE_DEFINITION_EVENT,NODE_LIFECYCLE_EVENT";
-
-/// The environment variable names of the collector and of Ray's event export.
-pub mod env {
-    pub const POD_IP: &str = "POD_IP";
-    pub const FQ_RAY_IP: &str = "FQ_RAY_IP";
-    pub const RAY_CLUSTER_NAME: &str = "RAY_CLUSTER_NAME";
-    pub const RAY_CLUSTER_NAMESPACE: &str = "RAY_CLUSTER_NAMESPACE";
-    pub const RAY_ROLE: &str = "RAY_ROLE";
-    pub const OWNER_KIND: &str = "OWNER_KIND";
-    pub const OWNER_NAME: &str = "OWNER_NAME";
-    pub const EVENTS_PORT: &str = "EVENTS_PORT";
-    pub const RAY_DASHBOARD_ADDRESS: &str = "RAY_DASHBOARD_ADDRESS";
-    /// The variables KubeRay sets on the collector itself, which `collectorOptions.env` may not set.
-    pub const MANAGED: [&str; 8] = [
-        POD_IP,
-        FQ_RAY_IP,
-        RAY_CLUSTER_NAME,
-        RAY_CLUSTER_NAMESPACE,
-        RAY_ROLE,
-        OWNER_KIND,
-        OWNER_NAME,
-        EVENTS_PORT,
-    ];
-    pub const STORAGE_BACKEND: &str = "STORAGE_BACKEND";
-    pub const GCS_BUCKET: &str = "GCS_BUCKET";
-    pub const S3_REGION: &str = "S3_REGION";
-    pub const AZURE_STORAGE_CONNECTION_STRING: &str = "AZURE_STORAGE_CONNECTION_STRING";
-    pub const AZURE_STORAGE_ACCOUNT_URL: &str = "AZURE_STORAGE_ACCOUNT_URL";
-    pub const AZURE_STORAGE_AUTH_MODE: &str = "AZURE_STORAGE_AUTH_MODE";
-    pub const OSS_BUCKET: &str = "OSS_BUCKET";
-    pub const OSS_ENDPOINT: &str = "OSS_ENDPOINT";
-    pub const OSS_REGION: &str = "OSS_REGION";
-    pub const RAY_ENABLE_RAY_EVENT: &str = "RAY_enable_ray_event";
-    pub const RAY_ENABLE_CORE_WORKER_RAY_EVENT_TO_AGGREGATOR: &str =
-        "RAY_enable_core_worker_ray_event_to_aggregator";
-    pub const EVENTS_EXPORT_ADDR: &str = "RAY_DASHBOARD_AGGREGATOR_AGENT_EVENTS_EXPORT_ADDR";
-    pub const EXPOSABLE_EVENT_TYPES: &str = "RAY_DASHBOARD_AGGREGATOR_AGENT_EXPOSABLE_EVENT_TYPES";
-    pub const PUBLISHER_EXPOSABLE_EVENT_TYPES: &str =
-        "RAY_DASHBOARD_AGGREGATOR_AGENT_PUBLISHER_HTTP_ENDPOINT_EXPOSABLE_EVENT_TYPES";
-}
 
 /// The collector options of a cluster whose Pods get the collector: the gate on and the options set.
 pub fn collector_options<'c>(cluster: &'c RayCluster, id: &Identity) -> Option<&'c CollectorOptions> {

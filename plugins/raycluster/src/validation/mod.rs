@@ -1,22 +1,21 @@
 //! KubeRay's admission rules for a RayCluster, checked before anything is created. An invalid cluster is
-//! reported with a Warning event and left alone until its spec changes. Rules about feature gates follow
-//! KubeRay's defaults: the alpha feature mTLS is off, `RayJobDeletionPolicy` is on; NetworkPolicies, the
-//! history server ([`gated`]) and the embedded GCS store follow the plugin's `featureGates` configuration.
+//! reported with a Warning event and left alone until its spec changes. The spec's rules are KubeRay's
+//! `ValidateRayClusterSpec` in `kuberay_rules::cluster_spec`, shared with the RayJob and RayService plugins:
+//! the alpha feature mTLS is off; NetworkPolicies, the history server and the embedded GCS store follow the
+//! plugin's `featureGates` configuration. Metadata, status and upgrade options are checked here.
 
-mod fault_tolerance;
-pub mod gated;
-mod spec;
-
-use k8s_openapi::api::core::v1::Container;
 use kuberay_crds::{RayCluster, RayClusterSpec, constants::conditions};
-
-use kuberay_rules::syntax;
-pub use spec::validate_spec;
-
-use crate::{
-    cluster::{self, Creator},
-    pod::env::exists,
+use kuberay_rules::{
+    cluster_spec::{self, Gates},
+    syntax,
 };
+
+use crate::cluster::{self, Creator};
+
+/// KubeRay's `ValidateRayClusterSpec` of this cluster: its spec and annotations under the gates.
+pub fn validate_spec(cluster: &RayCluster, gates: Gates) -> Result<(), String> {
+    cluster_spec::validate_spec(&cluster.spec, cluster.metadata.annotations.as_ref(), gates)
+}
 
 /// Longest cluster name: `-serve-svc`, the longest suffix, must still fit in 63 characters.
 pub const MAX_CLUSTER_NAME_LENGTH: usize = 53;
@@ -75,19 +74,6 @@ pub fn validate_upgrade_options(cluster: &RayCluster) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-pub(crate) fn env_value<'a>(container: Option<&'a Container>, name: &str) -> Option<&'a str> {
-    container?
-        .env
-        .iter()
-        .flatten()
-        .find(|e| e.name == name)
-        .map(|e| e.value.as_deref().unwrap_or_default())
-}
-
-pub(crate) fn env_set(container: Option<&Container>, name: &str) -> bool {
-    container.is_some_and(|c| exists(c, name))
 }
 
 /// The autoscaler v1 restarts failed workers through Kubernetes only if they cannot restart in place;

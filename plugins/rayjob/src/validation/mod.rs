@@ -6,7 +6,7 @@ mod deletion;
 mod spec;
 
 use kuberay_crds::{JobDeploymentStatus, JobSubmissionMode, RayJob};
-use kuberay_rules::syntax;
+use kuberay_rules::{cluster_spec::Gates, syntax};
 
 use crate::{consts::MAX_RAYJOB_NAME_LENGTH, consts::reason, spec as job_spec};
 
@@ -17,10 +17,11 @@ pub struct Invalid {
     pub message: String,
 }
 
-pub fn validate(job: &RayJob) -> Result<(), Invalid> {
+/// KubeRay's checks of `job`, its cluster spec's under the feature gates `gates`.
+pub fn validate(job: &RayJob, gates: Gates) -> Result<(), Invalid> {
     let fail = |reason: &'static str| move |message: String| Invalid { reason, message };
     validate_metadata(job).map_err(fail(reason::INVALID_RAYJOB_METADATA))?;
-    spec::validate_spec(job).map_err(fail(reason::INVALID_RAYJOB_SPEC))?;
+    spec::validate_spec(job, gates).map_err(fail(reason::INVALID_RAYJOB_SPEC))?;
     validate_status(job).map_err(fail(reason::INVALID_RAYJOB_STATUS))
 }
 

@@ -3,11 +3,14 @@
 
 use kuberay_crds::{JobSubmissionMode, RayJob};
 use kuberay_plugin_sdk::ray::jobs::{JobSubmitRequest, runtime_env_from_yaml};
+use kuberay_rules::cluster_spec::{self, Gates};
 
 use super::deletion::validate_deletion;
 use crate::spec;
 
-pub fn validate_spec(job: &RayJob) -> Result<(), String> {
+/// The rules of `ValidateRayJobSpec`, the cluster spec's (`ValidateRayClusterSpec`) under the feature gates
+/// `gates` among them.
+pub fn validate_spec(job: &RayJob, gates: Gates) -> Result<(), String> {
     let s = &job.spec;
     let mode = spec::submission_mode(s);
     if spec::suspend(s) && !spec::shutdown_after_job_finishes(s) {
@@ -71,19 +74,8 @@ pub fn validate_spec(job: &RayJob) -> Result<(), String> {
                     .into(),
             );
         }
-        // KubeRay indexes the head's first container (for the submitter's image and the dashboard port)
-        // without checking that there is one.
-        let head_containers = cluster
-            .head_group_spec
-            .template
-            .spec
-            .as_ref()
-            .map_or(0, |p| p.containers.len());
-        if head_containers == 0 {
-            return Err(
-                "The RayJob spec is invalid: headGroupSpec should have at least one container".into(),
-            );
-        }
+        cluster_spec::validate_spec(cluster, job.metadata.annotations.as_ref(), gates)
+            .map_err(|e| format!("The RayJob spec is invalid: {e}"))?;
     }
     runtime_env_from_yaml(s.runtime_env_yaml.as_deref().unwrap_or_default())?;
     // KubeRay only finds out when it submits (and then retries until the status check times out).

@@ -50,6 +50,23 @@ pub fn sample(file: &str) -> Value {
             spec[key] = default;
         }
     }
+    // The CRD's defaults of each worker group, which the API server fills in.
+    if let Some(groups) = spec
+        .pointer_mut("/rayClusterSpec/workerGroupSpecs")
+        .and_then(Value::as_array_mut)
+    {
+        for group in groups {
+            for (key, default) in [
+                ("minReplicas", json!(0)),
+                ("maxReplicas", json!(i32::MAX)),
+                ("numOfHosts", json!(1)),
+            ] {
+                if group.get(key).is_none() {
+                    group[key] = default;
+                }
+            }
+        }
+    }
     job
 }
 

@@ -2,28 +2,26 @@
 //! the embedded (RocksDB) backend only with its feature gate, without Redis settings, and without the
 //! variables, volume and mount the operator manages for it.
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::api::core::v1::Container;
 use kuberay_crds::{
-    GcsFaultToleranceBackend, GcsFaultToleranceOptions, GcsStorageDeletionPolicy, RayCluster,
+    GcsFaultToleranceBackend, GcsFaultToleranceOptions, GcsStorageDeletionPolicy, RayClusterSpec,
     constants::annotations,
 };
 
-use super::env_set;
-use crate::{
-    cluster,
-    consts::{env, gcs_storage},
-    gates::Gates,
-};
+use super::{Gates, env_set, gcs_ft_enabled};
+use crate::consts::{env, gcs_storage};
 
 pub(super) fn validate_fault_tolerance(
-    cluster: &RayCluster,
+    spec: &RayClusterSpec,
+    annotations: Option<&BTreeMap<String, String>>,
     head: Option<&Container>,
     gates: Gates,
 ) -> Result<(), String> {
-    let spec = &cluster.spec;
     let params = spec.head_group_spec.ray_start_params.as_ref();
     let param = |k: &str| params.and_then(|p| p.get(k)).filter(|v| !v.is_empty());
-    let annotation = |k: &str| cluster::annotation(cluster, k).filter(|v| !v.is_empty());
+    let annotation = |k: &str| annotations.and_then(|a| a.get(k)).filter(|v| !v.is_empty());
     if annotation(annotations::RAY_FT_ENABLED).is_some() && spec.gcs_fault_tolerance_options.is_some() {
         return Err(format!(
             "{} annotation and GcsFaultToleranceOptions are both set. Please use only GcsFaultToleranceOptions \
@@ -31,7 +29,7 @@ pub(super) fn validate_fault_tolerance(
             annotations::RAY_FT_ENABLED
         ));
     }
-    if !cluster::gcs_ft_enabled(cluster) && env_set(head, env::RAY_REDIS_ADDRESS) {
+    if !gcs_ft_enabled(spec, annotations) && env_set(head, env::RAY_REDIS_ADDRESS) {
         return Err(format!(
             "{} is set which implicitly enables GCS fault tolerance, but GcsFaultToleranceOptions is not set. \
              Please set GcsFaultToleranceOptions to enable GCS fault tolerance",
@@ -65,7 +63,7 @@ pub(super) fn validate_fault_tolerance(
                     .into(),
             );
         }
-        validate_backend(options, cluster, head, gates)?;
+        validate_backend(options, spec, head, gates)?;
     }
     if param("redis-username").is_some() || env_set(head, env::REDIS_USERNAME) {
         return Err(
@@ -82,7 +80,7 @@ pub(super) fn validate_fault_tolerance(
 /// are its own; the `redis` backend (the default) takes no `storage`.
 fn validate_backend(
     options: &GcsFaultToleranceOptions,
-    cluster: &RayCluster,
+    spec: &RayClusterSpec,
     head: Option<&Container>,
     gates: Gates,
 ) -> Result<(), String> {
@@ -100,7 +98,7 @@ fn validate_backend(
         return Err(format!(
             "the embedded RocksDB GCS fault tolerance backend (GcsFaultToleranceOptions.Backend: 'rocksdb') \
              requires the {} feature gate to be enabled",
-            kuberay_rules::config::GCS_FAULT_TOLERANCE_EMBEDDED_STORAGE
+            crate::config::GCS_FAULT_TOLERANCE_EMBEDDED_STORAGE
         ));
     }
     if options.storage.as_ref().and_then(|s| s.deletion_policy) == Some(GcsStorageDeletionPolicy::Retain) {
@@ -162,7 +160,7 @@ fn validate_backend(
             gcs_storage::MOUNT_PATH
         ));
     }
-    let head_spec = cluster.spec.head_group_spec.template.spec.as_ref();
+    let head_spec = spec.head_group_spec.template.spec.as_ref();
     let volumes = head_spec.and_then(|s| s.volumes.as_deref()).unwrap_or_default();
     if volumes.iter().any(|v| v.name == gcs_storage::VOLUME_NAME) {
         return Err(format!(

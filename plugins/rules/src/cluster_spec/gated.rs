@@ -4,18 +4,17 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::Gates;
+use crate::{
+    consts::history::{COLLECTOR_CONTAINER_NAME, env as hs_env},
+    syntax,
+};
 use k8s_openapi::api::core::v1::EnvVar;
 use kuberay_crds::{CollectorOptions, NetworkPolicyMode, NetworkPolicyRules, RayClusterSpec};
-use kuberay_rules::syntax;
-
-use crate::{
-    gates::Gates,
-    pod::history::{COLLECTOR_CONTAINER_NAME, env as hs_env},
-};
 
 /// `spec.historyServerOptions`: the gate, the collector's image and storage settings, and no container of
 /// the collector's name in the templates.
-pub fn validate_history_server(spec: &RayClusterSpec, gates: Gates) -> Result<(), String> {
+pub(super) fn validate_history_server(spec: &RayClusterSpec, gates: Gates) -> Result<(), String> {
     let Some(options) = &spec.history_server_options else {
         return Ok(());
     };
@@ -133,7 +132,7 @@ fn validate_azure(auth_mode: &str, has_value: impl Fn(&str) -> bool) -> Result<(
 }
 
 /// `spec.networkPolicy`: the gate, then KubeRay's `validateNetworkPolicy`.
-pub fn validate_network_policy(spec: &RayClusterSpec, gates: Gates) -> Result<(), String> {
+pub(super) fn validate_network_policy(spec: &RayClusterSpec, gates: Gates) -> Result<(), String> {
     let Some(policy) = &spec.network_policy else {
         return Ok(());
     };

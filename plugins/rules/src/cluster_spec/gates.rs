@@ -1,7 +1,8 @@
-//! The KubeRay feature gates that change what this plugin does, read once per reconcile from the plugin's
-//! `featureGates` configuration (absent gates have KubeRay v1.7's defaults: all off).
+//! The KubeRay feature gates that change what a cluster may ask for and what the RayCluster plugin does with
+//! it, read once per reconcile from a plugin's `featureGates` configuration (absent gates have KubeRay v1.7's
+//! defaults: all off).
 
-use kuberay_rules::config::{
+use crate::config::{
     GCS_FAULT_TOLERANCE_EMBEDDED_STORAGE, RAY_CLUSTER_HISTORY_SERVER, RAY_CLUSTER_NETWORK_POLICY,
     feature_gate,
 };

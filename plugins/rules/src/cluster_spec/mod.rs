@@ -1,18 +1,62 @@
-//! KubeRay's `ValidateRayClusterSpec`: groups, autoscaling, authentication and the feature-gated options.
+//! KubeRay's `ValidateRayClusterSpec`: groups, autoscaling, GCS fault tolerance, authentication and the
+//! feature-gated options, with KubeRay's messages. The RayCluster plugin checks a cluster with it before
+//! creating anything; the RayJob and RayService plugins check the cluster spec they carry with it (as KubeRay
+//! does), so a bad spec is reported on the object the user wrote.
+
+mod fault_tolerance;
+mod gated;
+mod gates;
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Container;
-use kuberay_crds::{AuthMode, RayCluster, RayClusterSpec};
+use kuberay_crds::{AuthMode, AutoscalerVersion, RayClusterSpec, WorkerGroupSpec, constants::annotations};
 
-use kuberay_rules::syntax;
+use crate::{consts::env, env::exists, syntax, version::ray_version_at_least};
+use fault_tolerance::validate_fault_tolerance;
+use gated::{validate_history_server, validate_network_policy};
+pub use gates::Gates;
 
-use super::{
-    env_set, env_value,
-    fault_tolerance::validate_fault_tolerance,
-    gated::{validate_history_server, validate_network_policy},
-};
-use crate::{cluster, consts::env, gates::Gates, version::ray_version_at_least};
+/// In-tree autoscaling: `enableInTreeAutoscaling: true`.
+pub fn autoscaling(spec: &RayClusterSpec) -> bool {
+    spec.enable_in_tree_autoscaling == Some(true)
+}
+
+/// The autoscaler version the user chose explicitly; unset lets Ray pick by its own version.
+pub fn autoscaler_version(spec: &RayClusterSpec) -> Option<AutoscalerVersion> {
+    spec.autoscaler_options.as_ref().and_then(|o| o.version)
+}
+
+pub fn autoscaler_v2(spec: &RayClusterSpec) -> bool {
+    autoscaler_version(spec) == Some(AutoscalerVersion::V2)
+}
+
+pub fn group_suspended(group: &WorkerGroupSpec) -> bool {
+    group.suspend == Some(true)
+}
+
+/// GCS fault tolerance: `gcsFaultToleranceOptions`, or the legacy `ray.io/ft-enabled: "true"` annotation.
+pub fn gcs_ft_enabled(spec: &RayClusterSpec, annotations: Option<&BTreeMap<String, String>>) -> bool {
+    annotations
+        .and_then(|a| a.get(annotations::RAY_FT_ENABLED))
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+        || spec.gcs_fault_tolerance_options.is_some()
+}
+
+/// The value of the container's variable `name` (empty when it comes from a reference).
+pub fn env_value<'a>(container: Option<&'a Container>, name: &str) -> Option<&'a str> {
+    container?
+        .env
+        .iter()
+        .flatten()
+        .find(|e| e.name == name)
+        .map(|e| e.value.as_deref().unwrap_or_default())
+}
+
+/// Whether the container sets the variable `name`.
+pub fn env_set(container: Option<&Container>, name: &str) -> bool {
+    container.is_some_and(|c| exists(c, name))
+}
 
 fn has_resource_params(params: Option<&BTreeMap<String, String>>) -> bool {
     let set = |k: &str| params.and_then(|p| p.get(k)).is_some_and(|v| !v.is_empty());
@@ -53,9 +97,13 @@ fn validate_group_fields(
     }
 }
 
-/// The rules of KubeRay's `ValidateRayClusterSpec`, in its order, under the feature gates `gates`.
-pub fn validate_spec(cluster: &RayCluster, gates: Gates) -> Result<(), String> {
-    let spec = &cluster.spec;
+/// The rules of KubeRay's `ValidateRayClusterSpec`, in its order, for a cluster spec and the annotations of
+/// the object that carries it, under the feature gates `gates`.
+pub fn validate_spec(
+    spec: &RayClusterSpec,
+    annotations: Option<&BTreeMap<String, String>>,
+    gates: Gates,
+) -> Result<(), String> {
     let head = &spec.head_group_spec;
     let head_container = head.template.spec.as_ref().and_then(|s| s.containers.first());
     if head_container.is_none() {
@@ -67,7 +115,7 @@ pub fn validate_spec(cluster: &RayCluster, gates: Gates) -> Result<(), String> {
         head.resources.as_ref(),
         head.labels.as_ref(),
     )?;
-    let autoscaling = cluster::autoscaling(spec);
+    let autoscaling = autoscaling(spec);
     let v2_env = matches!(
         env_value(head_container, env::RAY_ENABLE_AUTOSCALER_V2),
         Some("1" | "true")
@@ -112,7 +160,7 @@ pub fn validate_spec(cluster: &RayCluster, gates: Gates) -> Result<(), String> {
                     "worker group {name}: idleTimeoutSeconds must be non-negative, got {timeout}"
                 ));
             }
-            if !cluster::autoscaler_v2(spec) && !v2_env {
+            if !autoscaler_v2(spec) && !v2_env {
                 return Err(format!(
                     "worker group {name}: idleTimeoutSeconds is set, but autoscaler v2 is not enabled. Please set \
                      .spec.autoscalerOptions.version to 'v2' (or set {} environment variable to 'true' in the head \
@@ -138,14 +186,14 @@ pub fn validate_spec(cluster: &RayCluster, gates: Gates) -> Result<(), String> {
                     "worker group {name}: priority is set, but minimum Ray version is 2.56.0, got {version}"
                 ));
             }
-            if !cluster::autoscaler_v2(spec) && !v2_env {
+            if !autoscaler_v2(spec) && !v2_env {
                 return Err(format!(
                     "worker group {name}: priority is set to {priority}, but autoscaler v2 is not enabled. Priority is only supported with autoscaler v2 enabled"
                 ));
             }
         }
     }
-    validate_fault_tolerance(cluster, head_container, gates)?;
+    validate_fault_tolerance(spec, annotations, head_container, gates)?;
     if !autoscaling && v2_env {
         let value = env_value(head_container, env::RAY_ENABLE_AUTOSCALER_V2).unwrap_or_default();
         return Err(format!(
@@ -162,20 +210,20 @@ pub fn validate_spec(cluster: &RayCluster, gates: Gates) -> Result<(), String> {
 
 fn validate_autoscaling(spec: &RayClusterSpec, head: Option<&Container>) -> Result<(), String> {
     for group in spec.worker_group_specs.iter().flatten() {
-        if cluster::group_suspended(group) {
+        if group_suspended(group) {
             return Err(format!(
                 "worker group {} cannot be suspended with Autoscaler enabled",
                 group.group_name
             ));
         }
     }
-    if cluster::autoscaler_version(spec).is_some() && env_set(head, env::RAY_ENABLE_AUTOSCALER_V2) {
+    if autoscaler_version(spec).is_some() && env_set(head, env::RAY_ENABLE_AUTOSCALER_V2) {
         return Err(format!(
             "both .spec.autoscalerOptions.version and head Pod env var {} are set, please only use the former",
             env::RAY_ENABLE_AUTOSCALER_V2
         ));
     }
-    if cluster::autoscaler_v2(spec) {
+    if autoscaler_v2(spec) {
         let never = |policy: Option<&String>| policy.is_none_or(|p| p.is_empty() || p == "Never");
         if !never(
             spec.head_group_spec
