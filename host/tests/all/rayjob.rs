@@ -118,7 +118,8 @@ fn adapted_samples(dir: &Path) -> Vec<(Value, Vec<&'static str>)> {
 /// Printed by every adapted sample after its own code ran (the resources sample prints nothing itself).
 const FINISHED: &str = "sample code finished";
 
-/// Applies the adapted samples, waits for each to complete and checks what it ran.
+/// Applies the adapted samples, waits for each to complete and checks what it ran. The samples are followed
+/// at once, so that one's TTL does not run out while another is being checked.
 async fn run_samples(client: &Client, ns: &TestNamespace) {
     let dir = std::env::temp_dir().join(format!("kuberay-wasm-rayjob-{}", ns.name()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -127,49 +128,62 @@ async fn run_samples(client: &Client, ns: &TestNamespace) {
     for (job, _) in &jobs {
         apply(&api, job).await;
     }
-    for (job, expected_log) in &jobs {
-        let name = job["metadata"]["name"].as_str().unwrap();
-        let status = deployment(&api, name, "Complete", Duration::from_secs(300)).await;
-        assert_eq!(status["jobStatus"], "SUCCEEDED", "{name}: {status}");
-        let cluster = status["rayClusterName"].as_str().unwrap().to_string();
-        assert!(
-            cluster.starts_with(&format!("{name}-")) && cluster.len() == name.len() + 6,
-            "{cluster}"
-        );
-        assert!(
-            status["startTime"].is_string() && status["endTime"].is_string(),
-            "{status}"
-        );
-        assert_eq!(status["succeeded"], 1);
-        if job["spec"]["shutdownAfterJobFinishes"] == true {
-            // Kept for the TTL (10 s in the sample) after the end, then deleted.
-            assert!(
-                rayclusters(client, ns).get_opt(&cluster).await.unwrap().is_some(),
-                "{name}'s cluster was deleted before its TTL"
-            );
-            gone(
-                &rayclusters(client, ns),
-                &cluster,
-                format!("{name}'s cluster to be deleted after the TTL"),
-                Duration::from_secs(60),
-            )
-            .await;
-        } else {
-            let job_id = status["jobId"].as_str().unwrap();
-            // The driver's output reaches the job log shortly after the job ends.
-            let head = dashboard(client, ns, &cluster).await;
-            eventually(
-                &format!("{name}'s log to show {expected_log:?}"),
-                Duration::from_secs(60),
-                || async {
-                    let logs = head.get(&format!("/api/jobs/{job_id}/logs")).await.ok()?;
-                    expected_log.iter().all(|l| logs.body.contains(l)).then_some(())
-                },
-            )
-            .await;
-        }
-    }
+    futures::future::join_all(
+        jobs.iter()
+            .map(|(job, expected_log)| check_sample(client, ns, &api, job, expected_log)),
+    )
+    .await;
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Waits for the sample `job` to complete and checks what it ran.
+async fn check_sample(
+    client: &Client,
+    ns: &TestNamespace,
+    api: &Api<DynamicObject>,
+    job: &Value,
+    expected_log: &[&str],
+) {
+    let name = job["metadata"]["name"].as_str().unwrap();
+    let status = deployment(api, name, "Complete", Duration::from_secs(300)).await;
+    assert_eq!(status["jobStatus"], "SUCCEEDED", "{name}: {status}");
+    let cluster = status["rayClusterName"].as_str().unwrap().to_string();
+    assert!(
+        cluster.starts_with(&format!("{name}-")) && cluster.len() == name.len() + 6,
+        "{cluster}"
+    );
+    assert!(
+        status["startTime"].is_string() && status["endTime"].is_string(),
+        "{status}"
+    );
+    assert_eq!(status["succeeded"], 1);
+    if job["spec"]["shutdownAfterJobFinishes"] == true {
+        // Kept for the TTL (10 s in the sample) after the end, then deleted.
+        assert!(
+            rayclusters(client, ns).get_opt(&cluster).await.unwrap().is_some(),
+            "{name}'s cluster was deleted before its TTL"
+        );
+        gone(
+            &rayclusters(client, ns),
+            &cluster,
+            format!("{name}'s cluster to be deleted after the TTL"),
+            Duration::from_secs(60),
+        )
+        .await;
+    } else {
+        let job_id = status["jobId"].as_str().unwrap();
+        // The driver's output reaches the job log shortly after the job ends.
+        let head = dashboard(client, ns, &cluster).await;
+        eventually(
+            &format!("{name}'s log to show {expected_log:?}"),
+            Duration::from_secs(60),
+            || async {
+                let logs = head.get(&format!("/api/jobs/{job_id}/logs")).await.ok()?;
+                expected_log.iter().all(|l| logs.body.contains(l)).then_some(())
+            },
+        )
+        .await;
+    }
 }
 
 #[tokio::test]
