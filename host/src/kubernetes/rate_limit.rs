@@ -5,6 +5,7 @@
 //!
 //! The bucket is `governor`'s (GCRA, equivalent to a token bucket); this module only makes it a tower layer
 //! that waits for a token in `poll_ready`, so kube's request buffer keeps requests in order while it waits.
+//! How long a request waited goes with it (a [`RateLimitWait`] extension) to the metrics layer inside.
 
 use std::{
     future::Future,
@@ -12,11 +13,13 @@ use std::{
     pin::Pin,
     sync::Arc,
     task::{Context, Poll},
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use tower::{Layer, Service};
+
+use crate::metrics::RateLimitWait;
 
 /// The limit: `qps` requests per second on average, `burst` at once after a quiet period.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -56,67 +59,92 @@ impl<S> Layer<S> for RateLimitLayer {
             inner,
             limiter: self.limiter.clone(),
             waiting: None,
-            token: false,
+            token: None,
         }
     }
 }
+
+/// The wait for a token.
+type Wait = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// A service whose requests each take a token first.
 pub(crate) struct RateLimited<S> {
     inner: S,
     limiter: Arc<DefaultDirectRateLimiter>,
-    /// The wait for the next token, while one is under way.
-    waiting: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
-    /// A token was taken for the next `call`.
-    token: bool,
+    /// The wait for the next token, and when it began, while one is under way.
+    waiting: Option<(Wait, Instant)>,
+    /// A token was taken for the next `call`, after this wait.
+    token: Option<Duration>,
 }
 
-impl<S, Request> Service<Request> for RateLimited<S>
+impl<S, B> Service<http::Request<B>> for RateLimited<S>
 where
-    S: Service<Request>,
+    S: Service<http::Request<B>>,
 {
     type Response = S::Response;
     type Error = S::Error;
     type Future = S::Future;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        if !self.token {
+        if self.token.is_none() {
             let limiter = self.limiter.clone();
-            let waiting = self
-                .waiting
-                .get_or_insert_with(|| Box::pin(async move { limiter.until_ready().await }));
+            let (waiting, since) = self.waiting.get_or_insert_with(|| {
+                (
+                    Box::pin(async move { limiter.until_ready().await }),
+                    Instant::now(),
+                )
+            });
             if waiting.as_mut().poll(cx).is_pending() {
                 return Poll::Pending;
             }
+            self.token = Some(since.elapsed());
             self.waiting = None;
-            self.token = true;
         }
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, request: Request) -> Self::Future {
+    fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
         // tower's contract: `call` follows a `poll_ready` that answered ready, which took the token.
-        self.token = false;
+        if let Some(waited) = self.token.take() {
+            request.extensions_mut().insert(RateLimitWait(waited));
+        }
         self.inner.call(request)
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use std::{convert::Infallible, time::Instant};
+    use std::convert::Infallible;
 
     use tower::{ServiceExt, service_fn};
 
     use super::*;
 
-    async fn send_all(limit: ApiRateLimit, requests: usize) -> Duration {
+    /// Sends `requests` requests under `limit`: the time it took, and the wait each request carried.
+    async fn send_each(limit: ApiRateLimit, requests: usize) -> (Duration, Vec<Duration>) {
         let layer = RateLimitLayer::new(limit).unwrap();
-        let mut service = layer.layer(service_fn(|()| async { Ok::<_, Infallible>(()) }));
+        let mut service = layer.layer(service_fn(|request: http::Request<()>| async move {
+            Ok::<_, Infallible>(request.extensions().get::<RateLimitWait>().map(|w| w.0))
+        }));
         let start = Instant::now();
+        let mut waits = Vec::new();
         for _ in 0..requests {
-            service.ready().await.unwrap().call(()).await.unwrap();
+            let request = http::Request::new(());
+            let waited = service.ready().await.unwrap().call(request).await.unwrap();
+            waits.push(waited.expect("every request carries its wait"));
         }
-        start.elapsed()
+        (start.elapsed(), waits)
+    }
+
+    async fn send_all(limit: ApiRateLimit, requests: usize) -> Duration {
+        send_each(limit, requests).await.0
+    }
+
+    #[tokio::test]
+    async fn each_request_carries_how_long_it_waited() {
+        // Two at once, then 50 per second: the third waits for a period of 20 ms.
+        let (_, waits) = send_each(ApiRateLimit { qps: 50.0, burst: 2 }, 3).await;
+        assert!(waits[2] >= Duration::from_millis(10), "{waits:?}");
     }
 
     #[tokio::test]

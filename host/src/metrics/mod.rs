@@ -14,6 +14,7 @@ use std::sync::Arc;
 pub(crate) use controllers::{ControllerHandle, ReconcileResult};
 pub(crate) use in_flight::RunningToken;
 pub(crate) use kuberay::{CustomResources, Followed, KubeRayMetrics, ObjectView};
+pub(crate) use rest_client::RateLimitWait;
 pub use rest_client::RestClientMetrics;
 
 use crate::leadership::LeaderMetrics;

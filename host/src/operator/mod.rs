@@ -81,9 +81,14 @@ fn api_client(
     metrics: &Metrics,
     rate_limit: Option<&RateLimitLayer>,
 ) -> Result<Client, OperatorError> {
+    let host = config
+        .cluster_url
+        .authority()
+        .map(ToString::to_string)
+        .unwrap_or_default();
     let builder = ClientBuilder::try_from(config)
         .map_err(|e| OperatorError::Client(e.to_string()))?
-        .with_layer(&metrics.rest_client.layer());
+        .with_layer(&metrics.rest_client.layer(host));
     Ok(match rate_limit {
         Some(layer) => builder.with_layer(layer).build(),
         None => builder.build(),

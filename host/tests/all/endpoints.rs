@@ -38,6 +38,15 @@ async fn health_readiness_and_metrics_are_served() {
     ] {
         assert!(metrics.contains(series), "{series} missing in {metrics}");
     }
+    // client-go's `host` label is the API server's address, though kube's requests carry only a path until
+    // its innermost layer.
+    let get = r#"rest_client_requests_total{code="200",method="GET",host=""#;
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with(get) && !l[get.len()..].starts_with('"')),
+        "no API server host in {metrics}"
+    );
     // Compiled, or loaded from the compiled-plugin cache the tests share (compile_cache.rs tells them apart).
     assert_eq!(
         operator.metric("kuberay_wasm_plugin_loads_total", &["plugin=\"raycluster\""]),

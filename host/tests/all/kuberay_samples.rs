@@ -37,7 +37,7 @@ use crate::support::{
 /// Every series KubeRay's operator dashboard (`config/grafana/KubeRay-Operator.json` in KubeRay's repository:
 /// its panels and the variables that list controllers) and its alerts read, plus the rest of the families a
 /// KubeRay operator exports (names as facts): each must have at least one sample after the samples ran.
-const KUBERAY_METRICS: [&str; 27] = [
+const KUBERAY_METRICS: [&str; 30] = [
     // The dashboard's panels and variables.
     "controller_runtime_active_workers",
     "controller_runtime_reconcile_total",
@@ -64,6 +64,9 @@ const KUBERAY_METRICS: [&str; 27] = [
     "workqueue_longest_running_processor_seconds",
     "rest_client_requests_total",
     "rest_client_request_duration_seconds_bucket",
+    "rest_client_rate_limiter_duration_seconds_bucket",
+    "rest_client_request_size_bytes_bucket",
+    "rest_client_response_size_bytes_bucket",
     "process_cpu_seconds_total",
     "process_resident_memory_bytes",
     "process_open_fds",
@@ -366,9 +369,14 @@ pub(crate) fn read_golden(path: &std::path::Path, sample: &str) -> Graph {
     from_golden(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// The operator the samples run under: the built-in policy and the four built-in plugins.
+/// The operator the samples run under: the built-in policy, the four built-in plugins and the binary's
+/// default rate limit (KubeRay's `--qps`/`--burst` defaults).
 pub(crate) fn samples_operator() -> OperatorOptions {
     OperatorOptions {
+        api_rate_limit: Some(kuberay_wasm::ApiRateLimit {
+            qps: 100.0,
+            burst: 200,
+        }),
         plugins: vec![
             kuberay_plugin_artifacts::RAYCLUSTER,
             kuberay_plugin_artifacts::RAYJOB,

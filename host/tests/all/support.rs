@@ -159,6 +159,8 @@ pub struct OperatorOptions {
     pub batch_scheduler: Option<kuberay_rules::batch_scheduler::BatchScheduler>,
     /// Serve `ReconcilePlugin` resources (`--plugin-resources`) with these options.
     pub resources: Option<kuberay_wasm::reconcileplugin::ResourceOptions>,
+    /// `--qps`/`--burst` (none by default here; the binary's default is KubeRay's, 100 and 200).
+    pub api_rate_limit: Option<kuberay_wasm::ApiRateLimit>,
 }
 
 /// The chaos plugin's entry in the tests' default policy: what it needs for its behaviours, no Secrets.
@@ -217,6 +219,7 @@ impl Default for OperatorOptions {
             pod_defaults: None,
             feature_gates: None,
             batch_scheduler: None,
+            api_rate_limit: None,
         }
     }
 }
@@ -334,6 +337,7 @@ pub async fn start_operator_watching(
         config.feature_gates = gates;
     }
     config.batch_scheduler = options.batch_scheduler;
+    config.api_rate_limit = options.api_rate_limit;
     if let Some(concurrency) = options.concurrency {
         config = config.with_concurrency(concurrency);
     }
