@@ -27,10 +27,12 @@ pub fn autoscaler_version(spec: &RayClusterSpec) -> Option<AutoscalerVersion> {
     spec.autoscaler_options.as_ref().and_then(|o| o.version)
 }
 
+/// The user chose autoscaler v2 explicitly.
 pub fn autoscaler_v2(spec: &RayClusterSpec) -> bool {
     autoscaler_version(spec) == Some(AutoscalerVersion::V2)
 }
 
+/// The worker group is suspended (`suspend: true`): its Pods are deleted and none created.
 pub fn group_suspended(group: &WorkerGroupSpec) -> bool {
     group.suspend == Some(true)
 }
