@@ -4,12 +4,15 @@
 //! releasing the Lease, ours takes it over once it expires and reconciles. And the whole switch, both ways,
 //! with no Pod deleted or recreated: RayClusters, then a RayJob and a RayService in flight.
 
-use std::{collections::BTreeMap, path::PathBuf, process::Stdio, time::Duration};
+use std::{collections::BTreeMap, process::Stdio, time::Duration};
 
 use k8s_openapi::api::{coordination::v1::Lease, core::v1::Pod};
 use kube::{Api, api::DynamicObject};
 use kuberay_testenv::{
-    TestNamespace, fixtures::small_cluster, proxy_http::ProxyHttp, workloads::real_ray::http_get,
+    TestNamespace,
+    fixtures::small_cluster,
+    kuberay_switch::{LEASE, cluster_uids, pod_uids, start_kuberay, submissions},
+    workloads::real_ray::http_get,
 };
 use serde_json::json;
 
@@ -22,47 +25,8 @@ use crate::{
     },
 };
 
-const LEASE: &str = "ray-operator-leader";
-
-fn kuberay_binary() -> PathBuf {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.local/bin/kuberay-operator");
-    assert!(
-        path.is_file(),
-        "{} is missing: `make kuberay-operator` builds KubeRay's operator (`make test` does)",
-        path.display()
-    );
-    path
-}
-
 fn free_port() -> u16 {
     free_addr().port()
-}
-
-/// KubeRay's operator with leader election in `ns` and the `extra` flags, its log in `log`.
-fn start_kuberay(
-    kubeconfig: &std::path::Path,
-    ns: &str,
-    log: &std::path::Path,
-    extra: &[&str],
-) -> tokio::process::Child {
-    let out = std::fs::File::create(log).expect("KubeRay's log file");
-    let err = out.try_clone().expect("KubeRay's log file");
-    tokio::process::Command::new(kuberay_binary())
-        .args([
-            "--enable-leader-election=true",
-            &format!("--leader-election-namespace={ns}"),
-            &format!("--watch-namespace={ns}"),
-            &format!("--metrics-addr=127.0.0.1:{}", free_port()),
-            &format!("--health-probe-bind-address=127.0.0.1:{}", free_port()),
-        ])
-        .args(extra)
-        .env("KUBECONFIG", kubeconfig)
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err)
-        .kill_on_drop(true)
-        .spawn()
-        .expect("starting KubeRay's operator")
 }
 
 /// Our operator binary with the RayCluster plugin, started with KubeRay's flags as its chart writes them and
@@ -161,7 +125,7 @@ async fn kuberays_operator_and_ours_never_lead_at_once_on_kuberays_lease() {
     let kubeconfig = env.kubeconfig().to_path_buf();
     let read_log = || std::fs::read_to_string(&log).unwrap_or_default();
 
-    let mut kuberay = start_kuberay(&kubeconfig, ns.name(), &log, &[]);
+    let mut kuberay = start_kuberay(&kubeconfig, ns.name(), ns.name(), &log, &[]);
     let kuberays = eventually(
         "KubeRay's operator to hold the Lease",
         Duration::from_secs(60),
@@ -207,16 +171,6 @@ async fn kuberays_operator_and_ours_never_lead_at_once_on_kuberays_lease() {
     assert!(ours(&managers), "the head Pod is not ours: {managers:?}");
 }
 
-/// Every Pod of the namespace by name, with its uid.
-async fn pod_uids(client: &kube::Client, ns: &TestNamespace) -> BTreeMap<String, String> {
-    pods(client, ns, "ray.io/is-ray-node=yes")
-        .await
-        .into_iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
-        .filter_map(|p| Some((p.metadata.name?, p.metadata.uid?)))
-        .collect()
-}
-
 /// The sum of a labelled metric of ours over the series whose labels contain `needle`.
 async fn our_sum(port: u16, name: &str, needle: &str) -> f64 {
     let text = http_get(
@@ -258,7 +212,7 @@ async fn switching_from_kuberay_and_back_restarts_no_pod() {
     let kubeconfig = env.kubeconfig().to_path_buf();
     let clusters = rayclusters(&client, &ns);
 
-    let mut kuberay = start_kuberay(&kubeconfig, ns.name(), &log, &[]);
+    let mut kuberay = start_kuberay(&kubeconfig, ns.name(), ns.name(), &log, &[]);
     let kuberays = eventually("KubeRay to lead", Duration::from_secs(60), || {
         holder_of(&leases, LEASE)
     })
@@ -267,7 +221,7 @@ async fn switching_from_kuberay_and_back_restarts_no_pod() {
     apply(&clusters, &cluster("recreate", true)).await;
     ready_cluster(&client, &ns, "plain").await;
     ready_cluster(&client, &ns, "recreate").await;
-    let under_kuberay = pod_uids(&client, &ns).await;
+    let under_kuberay = pod_uids(&client, ns.name()).await;
     assert_eq!(under_kuberay.len(), 4, "{under_kuberay:?}");
 
     // KubeRay goes (killed: its Lease expires), ours comes with KubeRay's flags.
@@ -292,7 +246,7 @@ async fn switching_from_kuberay_and_back_restarts_no_pod() {
     .await;
     tokio::time::sleep(Duration::from_secs(5)).await;
     assert_eq!(
-        pod_uids(&client, &ns).await,
+        pod_uids(&client, ns.name()).await,
         under_kuberay,
         "our take-over changed Pods"
     );
@@ -304,7 +258,7 @@ async fn switching_from_kuberay_and_back_restarts_no_pod() {
     scaled["spec"]["workerGroupSpecs"][0]["replicas"] = json!(2);
     apply(&clusters, &scaled).await;
     let after_scale = eventually("a second worker", Duration::from_secs(60), || async {
-        let now = pod_uids(&client, &ns).await;
+        let now = pod_uids(&client, ns.name()).await;
         (now.len() == 5).then_some(now)
     })
     .await;
@@ -345,18 +299,18 @@ async fn switching_from_kuberay_and_back_restarts_no_pod() {
         "the Recreate cluster's new Pods",
         Duration::from_secs(90),
         || async {
-            let now = pod_uids(&client, &ns).await;
+            let now = pod_uids(&client, ns.name()).await;
             (recreated(&now) && now.keys().filter(|n| n.starts_with("recreate-")).count() == 2).then_some(now)
         },
     )
     .await;
     ready_cluster(&client, &ns, "recreate").await;
-    let settled = pod_uids(&client, &ns).await;
+    let settled = pod_uids(&client, ns.name()).await;
     assert_eq!(settled.len(), 5, "{after_recreate:?} then {settled:?}");
 
     // And back: ours goes, KubeRay comes, and no Pod changes.
     ours.kill().await.expect("killing our operator");
-    let _kuberay = start_kuberay(&kubeconfig, ns.name(), &log, &[]);
+    let _kuberay = start_kuberay(&kubeconfig, ns.name(), ns.name(), &log, &[]);
     eventually("KubeRay to lead again", Duration::from_secs(90), || async {
         holder_of(&leases, LEASE)
             .await
@@ -366,7 +320,7 @@ async fn switching_from_kuberay_and_back_restarts_no_pod() {
     .await;
     tokio::time::sleep(Duration::from_secs(15)).await;
     assert_eq!(
-        pod_uids(&client, &ns).await,
+        pod_uids(&client, ns.name()).await,
         settled,
         "KubeRay's take-over changed Pods; its log:\n{}",
         std::fs::read_to_string(&log).unwrap_or_default()
@@ -378,29 +332,6 @@ async fn switching_from_kuberay_and_back_restarts_no_pod() {
 /// KubeRay's flag both operators need here: they run outside the Pod network and reach heads through the
 /// API server.
 const THROUGH_PROXY: &str = "--use-kubernetes-proxy=true";
-
-/// Every RayCluster of the namespace by name, with its uid.
-async fn cluster_uids(client: &kube::Client, ns: &TestNamespace) -> BTreeMap<String, String> {
-    rayclusters(client, ns)
-        .list(&Default::default())
-        .await
-        .map(|list| list.items)
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|c| Some((c.metadata.name?, c.metadata.uid?)))
-        .collect()
-}
-
-/// How many times each submission id reached the fake head of `cluster`.
-async fn submissions(client: &kube::Client, ns: &TestNamespace, cluster: &str) -> Option<serde_json::Value> {
-    let head = ProxyHttp::service(
-        client.clone(),
-        ns.name(),
-        &format!("{cluster}-head-svc"),
-        "dashboard",
-    );
-    head.get("/testenv/submissions").await.ok()?.json().ok()
-}
 
 /// The RayJob's status once `check` holds of it.
 async fn rayjob_when(
@@ -430,7 +361,7 @@ async fn switching_with_a_rayjob_and_a_rayservice_in_flight_replaces_nothing() {
     let jobs = ray_api(&client, &ns, "RayJob", "rayjobs");
     let services = rayservices(&client, &ns);
 
-    let mut kuberay = start_kuberay(&kubeconfig, ns.name(), &log, &[THROUGH_PROXY]);
+    let mut kuberay = start_kuberay(&kubeconfig, ns.name(), ns.name(), &log, &[THROUGH_PROXY]);
     let kuberays = eventually("KubeRay to lead", Duration::from_secs(60), || {
         holder_of(&leases, LEASE)
     })
@@ -447,8 +378,8 @@ async fn switching_with_a_rayjob_and_a_rayservice_in_flight_replaces_nothing() {
     let job_cluster = running["rayClusterName"].as_str().expect("a cluster").to_string();
     let serving = ready(&services, "rayservice-sample").await;
     let service_cluster = active_cluster(&serving);
-    let pods_before = pod_uids(&client, &ns).await;
-    let clusters_before = cluster_uids(&client, &ns).await;
+    let pods_before = pod_uids(&client, ns.name()).await;
+    let clusters_before = cluster_uids(&client, ns.name()).await;
     assert_eq!(clusters_before.len(), 2, "{clusters_before:?}");
 
     // KubeRay goes mid-job; ours comes with KubeRay's flags and all three plugins.
@@ -478,26 +409,26 @@ async fn switching_with_a_rayjob_and_a_rayservice_in_flight_replaces_nothing() {
     assert_eq!(done["jobStatus"], "SUCCEEDED", "{done}");
     assert_eq!(done["jobId"], job_id.as_str(), "{done}");
     assert_eq!(done["rayClusterName"], job_cluster.as_str(), "{done}");
-    let submitted = submissions(&client, &ns, &job_cluster)
+    let submitted = submissions(&client, ns.name(), &job_cluster)
         .await
         .expect("the head's submissions");
     assert_eq!(submitted, json!({&job_id: 1}), "the job was submitted again");
     let still = ready(&services, "rayservice-sample").await;
     assert_eq!(active_cluster(&still), service_cluster, "{still}");
     assert_eq!(
-        cluster_uids(&client, &ns).await,
+        cluster_uids(&client, ns.name()).await,
         clusters_before,
         "our take-over replaced a RayCluster"
     );
     assert_eq!(
-        pod_uids(&client, &ns).await,
+        pod_uids(&client, ns.name()).await,
         pods_before,
         "our take-over changed Pods"
     );
 
     // And back to KubeRay: nothing replaced either, and the finished job stays finished.
     ours.kill().await.expect("killing our operator");
-    let _kuberay = start_kuberay(&kubeconfig, ns.name(), &log, &[THROUGH_PROXY]);
+    let _kuberay = start_kuberay(&kubeconfig, ns.name(), ns.name(), &log, &[THROUGH_PROXY]);
     eventually("KubeRay to lead again", Duration::from_secs(90), || async {
         holder_of(&leases, LEASE)
             .await
@@ -512,13 +443,13 @@ async fn switching_with_a_rayjob_and_a_rayservice_in_flight_replaces_nothing() {
     assert_eq!(job_now["jobDeploymentStatus"], "Complete", "{job_now}");
     assert_eq!(job_now["jobId"], job_id.as_str(), "{job_now}");
     assert_eq!(
-        cluster_uids(&client, &ns).await,
+        cluster_uids(&client, ns.name()).await,
         clusters_before,
         "KubeRay's take-over replaced a RayCluster; its log:\n{}",
         read_log()
     );
     assert_eq!(
-        pod_uids(&client, &ns).await,
+        pod_uids(&client, ns.name()).await,
         pods_before,
         "KubeRay's take-over changed Pods; its log:\n{}",
         read_log()

@@ -25,6 +25,7 @@ pub mod images;
 pub mod info;
 pub mod kubelet;
 pub mod kuberay_samples;
+pub mod kuberay_switch;
 pub mod network;
 pub mod paths;
 pub mod proxy_http;

@@ -5,14 +5,17 @@
 //! them). The operator in its Pod takes over on KubeRay's Lease, finishes the job KubeRay submitted and
 //! replaces no Pod; scaled to zero, it hands back to KubeRay, which replaces nothing either.
 
-use std::{collections::BTreeMap, path::Path, process::Stdio, time::Duration};
+use std::time::Duration;
 
-use k8s_openapi::api::{apps::v1::Deployment, coordination::v1::Lease, core::v1::Pod};
+use k8s_openapi::api::apps::v1::Deployment;
 use kube::{
     Api, Client,
-    api::{DynamicObject, ListParams, Patch, PatchParams, PostParams},
+    api::{DynamicObject, Patch, PatchParams, PostParams},
 };
-use kuberay_testenv::{HeadMode, TestEnv, paths::Layout, proxy_http::ProxyHttp};
+use kuberay_testenv::{
+    HeadMode, TestEnv,
+    kuberay_switch::{cluster_uids, lease_holder, pod_uids, start_kuberay, submissions},
+};
 use serde_json::{Value, json};
 
 use crate::{
@@ -21,72 +24,10 @@ use crate::{
     tools,
 };
 
-/// KubeRay's Lease name (both operators' default).
-const LEASE: &str = "ray-operator-leader";
+/// KubeRay's chart with `useKubernetesProxy: true`, as the values given to ours.
+const THROUGH_PROXY: &str = "--use-kubernetes-proxy=true";
 /// The Deployment KubeRay's default values name (`fullnameOverride`), which ours takes with them.
 const DEPLOYMENT: &str = "kuberay-operator";
-
-/// KubeRay's operator as its chart runs it (leader election in the release namespace, the watched namespace,
-/// requests to heads through the API server), logging to `log`.
-fn start_kuberay(env: &TestEnv, release: &str, watched: &str, log: &Path) -> tokio::process::Child {
-    let binary = Layout::discover().binary("kuberay-operator").unwrap_or_else(|e| {
-        panic!("{e}; `make kuberay-operator` builds KubeRay's operator (`make test` does)")
-    });
-    let out = std::fs::File::create(log).unwrap();
-    let err = out.try_clone().unwrap();
-    let free = || {
-        std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .unwrap()
-            .port()
-    };
-    tokio::process::Command::new(binary)
-        .args([
-            "--enable-leader-election=true",
-            &format!("--leader-election-namespace={release}"),
-            &format!("--watch-namespace={watched}"),
-            "--use-kubernetes-proxy=true",
-            &format!("--metrics-addr=127.0.0.1:{}", free()),
-            &format!("--health-probe-bind-address=127.0.0.1:{}", free()),
-        ])
-        .env("KUBECONFIG", env.kubeconfig())
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err)
-        .kill_on_drop(true)
-        .spawn()
-        .expect("starting KubeRay's operator")
-}
-
-async fn holder(leases: &Api<Lease>) -> Option<String> {
-    leases.get_opt(LEASE).await.ok()??.spec?.holder_identity
-}
-
-/// Every Ray Pod of `namespace` by name, with its uid.
-async fn pod_uids(client: &Client, namespace: &str) -> BTreeMap<String, String> {
-    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
-    let list = pods
-        .list(&ListParams::default().labels("ray.io/is-ray-node=yes"))
-        .await
-        .unwrap();
-    list.items
-        .into_iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
-        .filter_map(|p| Some((p.metadata.name?, p.metadata.uid?)))
-        .collect()
-}
-
-/// Every RayCluster of `namespace` by name, with its uid.
-async fn cluster_uids(client: &Client, namespace: &str) -> BTreeMap<String, String> {
-    let list = ray_api(client, namespace, "RayCluster")
-        .list(&ListParams::default())
-        .await
-        .unwrap();
-    list.items
-        .into_iter()
-        .filter_map(|c| Some((c.metadata.name?, c.metadata.uid?)))
-        .collect()
-}
 
 /// The RayJob's status once `check` holds of it.
 async fn job_when(jobs: &Api<DynamicObject>, what: &str, check: impl Fn(&Value) -> bool) -> Value {
@@ -95,17 +36,6 @@ async fn job_when(jobs: &Api<DynamicObject>, what: &str, check: impl Fn(&Value) 
         check(&status).then_some(status)
     })
     .await
-}
-
-/// How many times each submission id reached the fake head of `cluster`.
-async fn submissions(client: &Client, namespace: &str, cluster: &str) -> Value {
-    let head = ProxyHttp::service(
-        client.clone(),
-        namespace,
-        &format!("{cluster}-head-svc"),
-        "dashboard",
-    );
-    head.get("/testenv/submissions").await.unwrap().json().unwrap()
 }
 
 async fn ready_cluster(client: &Client, namespace: &str, name: &str) {
@@ -131,15 +61,21 @@ async fn kuberay_is_replaced_by_the_chart_with_kuberays_values_and_back_without_
         .namespace_with("chart-switch-work", Some(HeadMode::Fake))
         .await
         .unwrap();
-    let leases: Api<Lease> = Api::namespaced(client.clone(), release.name());
+    let holder = || lease_holder(&client, release.name());
     let log = std::env::temp_dir().join(format!("kwt-{}-kuberay-operator.log", release.name()));
     let read_log = || std::fs::read_to_string(&log).unwrap_or_default();
 
     // The CRDs a KubeRay install has (ours serve the same schema; the guide's step 2 applies them over KubeRay's).
     env.install_crds().await.unwrap();
     // KubeRay runs a RayCluster and a RayJob whose job is still running.
-    let mut kuberay = start_kuberay(env, release.name(), work.name(), &log);
-    let kuberays = eventually("KubeRay to lead", Duration::from_secs(60), || holder(&leases)).await;
+    let mut kuberay = start_kuberay(
+        env.kubeconfig(),
+        release.name(),
+        work.name(),
+        &log,
+        &[THROUGH_PROXY],
+    );
+    let kuberays = eventually("KubeRay to lead", Duration::from_secs(60), holder).await;
     let cluster: DynamicObject = serde_json::from_value(json!({
         "apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "plain"}, "spec": small_cluster(),
     }))
@@ -200,7 +136,7 @@ async fn kuberay_is_replaced_by_the_chart_with_kuberays_values_and_back_without_
     let ours = eventually(
         "ours to lead on KubeRay's Lease",
         Duration::from_secs(90),
-        || async { holder(&leases).await.filter(|h| !h.is_empty() && *h != kuberays) },
+        || async { holder().await.filter(|h| !h.is_empty() && *h != kuberays) },
     )
     .await;
     let done = job_when(&jobs, "the job to complete under ours", |s| {
@@ -211,7 +147,7 @@ async fn kuberay_is_replaced_by_the_chart_with_kuberays_values_and_back_without_
     assert_eq!(done["jobId"], job_id.as_str(), "{done}");
     assert_eq!(
         submissions(&client, work.name(), &job_cluster).await,
-        json!({&job_id: 1}),
+        Some(json!({&job_id: 1})),
         "the job was submitted again"
     );
     ready_cluster(&client, work.name(), "plain").await;
@@ -231,9 +167,15 @@ async fn kuberay_is_replaced_by_the_chart_with_kuberays_values_and_back_without_
         )
         .await
         .unwrap();
-    let _kuberay = start_kuberay(env, release.name(), work.name(), &log);
+    let _kuberay = start_kuberay(
+        env.kubeconfig(),
+        release.name(),
+        work.name(),
+        &log,
+        &[THROUGH_PROXY],
+    );
     eventually("KubeRay to lead again", Duration::from_secs(90), || async {
-        holder(&leases)
+        holder()
             .await
             .filter(|h| !h.is_empty() && *h != ours && *h != kuberays)
     })
