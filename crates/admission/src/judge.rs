@@ -7,6 +7,7 @@
 //!   `namespaceDefault`) allows it and, unless the user's request asks for that same setting, the plugin's
 //!   own profile allows it too.
 //! - **Content needs** (`content::Needs`): owned objects, the user's values, annotations and selectors.
+//! - cert-manager **Certificates** and the Secrets they are issued into: `certificates`.
 
 use kuberay_core::{HostError, Kind};
 use serde_json::Value;
@@ -61,6 +62,13 @@ impl<C: Cluster> Admission<C> {
         let needs = content::check(kind, object, &rules, &self.primary.namespace).map_err(Refusal::Rule)?;
         let found = scan(object, "");
         for reference in &found.references {
+            if Self::is_certificate_output(kind, &reference.at) {
+                self.certificate_output(object, &reference.name)
+                    .await
+                    .map_err(Refusal::Failed)?
+                    .map_err(Refusal::Rule)?;
+                continue;
+            }
             self.reference(&rules, reference).await?;
         }
         self.findings(&rules, &found.findings).await?;
@@ -84,6 +92,9 @@ impl<C: Cluster> Admission<C> {
             return Ok(());
         }
         if reference.target == Target::RayCluster && self.own_cluster(&reference.name).await? {
+            return Ok(());
+        }
+        if reference.target == Target::Secret && self.issued_to_owned_certificate(&reference.name).await? {
             return Ok(());
         }
         Err(Refusal::Rule(format!(

@@ -34,6 +34,7 @@
 //! verified as `content::Needs`), settle the needs in `judge.rs`, and name the rule in the table above.
 
 pub mod budget;
+mod certificates;
 mod cluster;
 mod content;
 mod intents;

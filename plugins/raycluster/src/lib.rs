@@ -16,6 +16,7 @@ pub mod consts;
 pub mod context;
 pub mod gcs_storage;
 pub mod ingress;
+pub mod mtls;
 pub mod multi_host;
 pub mod network_policy;
 pub mod objects;
@@ -77,6 +78,9 @@ impl Plugin for RayClusterPlugin {
             // its policy unless it runs with that scheduler).
             (volcano::kind(), vec![Get, Create, Apply]),
             (scheduler_plugins::kind(), vec![Get, Create]),
+            // cert-manager's Issuers and Certificates of `tlsOptions`, only with the RayClusterMTLS gate on.
+            (mtls::issuer_kind(), vec![Get, Create]),
+            (mtls::certificate_kind(), vec![Get, Create, Apply]),
         ];
         let mut capabilities = vec![Capability::new(
             Kind::of::<RayCluster>(),

@@ -193,6 +193,7 @@ fn create_head<H: Host>(ctx: &Ctx<'_, H>, hash: &str) -> Result<(), Failure> {
         );
         return Ok(());
     }
+    crate::mtls::ready_for_pods(ctx)?;
     let mut pod = head::build(cluster, &ctx.id, Some(hash)).map_err(|e| Failure::pause(e.0))?;
     batch::decorate(ctx, &mut pod, kuberay_crds::constants::HEAD_GROUP_NAME);
     match ctx.create(&pod) {

@@ -14,7 +14,7 @@ use crate::{
     auth, cluster,
     consts::{action, reason},
     context::{Ctx, Failure},
-    gcs_storage, network_policy, objects, pods, redis_cleanup, service,
+    gcs_storage, mtls, network_policy, objects, pods, redis_cleanup, service,
     status::{self, Observed},
     validation,
 };
@@ -78,11 +78,18 @@ pub fn reconcile<H: Host>(host: &H, request: Request) -> Result<Outcome, Reconci
     // KubeRay's NetworkPolicy controller is a controller of its own: it runs whatever the RayCluster
     // controller's validation says, and its failures neither stop the rest nor reach the status.
     let isolation = network_policy::reconcile(&ctx).err();
+    // So is KubeRay's mTLS controller, which keeps the certificates of a TLS-enabled cluster.
+    let pki = mtls::reconcile(&ctx);
     let cluster = &ctx.cluster;
     validation::validate_metadata(cluster)
         .map_err(|e| invalid(&ctx, reason::INVALID_METADATA, "metadata", &e))?;
     validation::validate_spec(cluster, ctx.id.gates)
         .map_err(|e| invalid(&ctx, reason::INVALID_SPEC, "spec", &e))?;
+    // KubeRay's operator runs its mTLS controller only where cert-manager is installed, and refuses such
+    // clusters otherwise.
+    if pki == Ok(mtls::Pki::NotInstalled) {
+        return Err(invalid(&ctx, reason::INVALID_SPEC, "spec", mtls::NOT_INSTALLED));
+    }
     // Warnings that do not block are recorded once per spec generation, not on every periodic resync.
     let first_look =
         cluster.status.as_ref().and_then(|s| s.observed_generation) != cluster.metadata.generation;
@@ -114,10 +121,14 @@ pub fn reconcile<H: Host>(host: &H, request: Request) -> Result<Outcome, Reconci
     }
     let status_written = report_status(&ctx, failure.as_ref())?;
 
-    match failure.or(isolation) {
-        Some(f) if f.host_error => Err(ReconcileError::Transient(f.message)),
-        Some(_) => Ok(Outcome::requeue_after(SHORT_REQUEUE)),
-        None if status_written || ctx.wrote() || ctx.settling() => Ok(Outcome::requeue_after(SHORT_REQUEUE)),
+    // A failure of the host or the API server (retried with backoff) wins over a deliberate pause.
+    let failures: Vec<Failure> = [failure, isolation, pki.err()].into_iter().flatten().collect();
+    let paused = !failures.is_empty();
+    match failures.into_iter().find(|f| f.host_error) {
+        Some(f) => Err(ReconcileError::Transient(f.message)),
+        None if paused || status_written || ctx.wrote() || ctx.settling() => {
+            Ok(Outcome::requeue_after(SHORT_REQUEUE))
+        }
         None => Ok(Outcome::requeue_after(long_requeue(&ctx.id.env))),
     }
 }

@@ -111,6 +111,7 @@ pub fn build_job(cluster: &RayCluster, id: &Identity) -> Result<Job, BuildError>
         ..ResourceRequirements::default()
     });
     spec.containers = vec![ray];
+    crate::pod::tls::remove_wait(&mut spec.init_containers);
     spec.restart_policy = Some("Never".into());
     Ok(Job {
         metadata: ObjectMeta {

@@ -46,6 +46,7 @@ pub(crate) fn create_worker<H: Host>(
     group: &WorkerGroupSpec,
     placement: &Placement,
 ) -> Result<(), Failure> {
+    crate::mtls::ready_for_pods(ctx)?;
     let mut pod = worker::build(&ctx.cluster, &ctx.id, group, placement).map_err(|e| Failure::pause(e.0))?;
     batch::decorate(ctx, &mut pod, &group.group_name);
     match ctx.create(&pod) {

@@ -23,6 +23,10 @@ pub const RAY_CLUSTER_NETWORK_POLICY: &str = "RayClusterNetworkPolicy";
 /// sidecar in Ray Pods.
 pub const RAY_CLUSTER_HISTORY_SERVER: &str = "RayClusterHistoryServer";
 
+/// KubeRay v1.7's `RayClusterMTLS` gate (alpha, off by default): `spec.tlsOptions`, mutual TLS between a
+/// cluster's Ray processes with certificates from cert-manager.
+pub const RAY_CLUSTER_MTLS: &str = "RayClusterMTLS";
+
 /// KubeRay's alpha gate for the embedded (RocksDB) GCS fault tolerance backend.
 pub const GCS_FAULT_TOLERANCE_EMBEDDED_STORAGE: &str = "GCSFaultToleranceEmbeddedStorage";
 

@@ -41,4 +41,5 @@ pub mod report;
 pub mod resources;
 pub mod syntax;
 pub mod time;
+pub mod tls;
 pub mod version;

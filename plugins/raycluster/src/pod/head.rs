@@ -12,7 +12,7 @@ use kuberay_rules::{labels, names};
 
 use super::{
     BuildError, Finish, add_metrics_port, add_pod_defaults, autoscaler as pod_autoscaler, env, finish,
-    gcs_ft, history, meta_mut, ray_container,
+    gcs_ft, history, meta_mut, ray_container, tls,
 };
 use crate::{
     auth, autoscaler,
@@ -65,6 +65,10 @@ pub fn build(cluster: &RayCluster, id: &Identity, spec_hash: Option<&str>) -> Re
         if auth::enabled(spec) {
             auth::configure_container(&mut sidecar, &id.name, spec);
         }
+        // The sidecar reaches the GCS at 127.0.0.1 or the head's IP, both in the head's certificate.
+        if kuberay_rules::tls::enabled(spec, id.gates) {
+            kuberay_rules::tls::configure_container(&mut sidecar);
+        }
         pod_autoscaler::apply_options(&mut sidecar, spec.autoscaler_options.as_ref());
         pod_spec.containers.push(sidecar);
         match cluster::autoscaler_version(spec) {
@@ -94,6 +98,9 @@ pub fn build(cluster: &RayCluster, id: &Identity, spec_hash: Option<&str>) -> Re
             cluster,
             &id.name,
         );
+    }
+    if kuberay_rules::tls::enabled(spec, id.gates) {
+        tls::configure(&mut template, &id.name, kuberay_rules::tls::Node::Head)?;
     }
     if let Some(options) = history::collector_options(cluster, id) {
         let collector = history::collector(cluster, id, options, NodeType::Head, &fqdn);

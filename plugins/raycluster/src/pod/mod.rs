@@ -8,6 +8,7 @@ pub mod env;
 pub mod gcs_ft;
 pub mod head;
 pub mod history;
+pub mod tls;
 pub mod worker;
 
 use std::collections::BTreeMap;

@@ -16,7 +16,7 @@ use kuberay_rules::{labels, names};
 
 use super::{
     BuildError, Finish, add_metrics_port, add_pod_defaults, finish, gcs_ft, history, meta_mut, ray_container,
-    shell_command,
+    shell_command, tls,
 };
 use crate::{
     auth,
@@ -151,6 +151,9 @@ pub fn build(
             cluster,
             &id.name,
         );
+    }
+    if kuberay_rules::tls::enabled(spec, id.gates) {
+        tls::configure(&mut template, &id.name, kuberay_rules::tls::Node::Worker)?;
     }
     if let Some(options) = history::collector_options(cluster, id) {
         let collector = history::collector(cluster, id, options, NodeType::Worker, &fqdn);

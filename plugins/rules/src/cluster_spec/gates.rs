@@ -3,8 +3,8 @@
 //! defaults: all off).
 
 use crate::config::{
-    GCS_FAULT_TOLERANCE_EMBEDDED_STORAGE, RAY_CLUSTER_HISTORY_SERVER, RAY_CLUSTER_NETWORK_POLICY,
-    feature_gate,
+    GCS_FAULT_TOLERANCE_EMBEDDED_STORAGE, RAY_CLUSTER_HISTORY_SERVER, RAY_CLUSTER_MTLS,
+    RAY_CLUSTER_NETWORK_POLICY, feature_gate,
 };
 use serde_json::{Map, Value};
 
@@ -18,6 +18,8 @@ pub struct Gates {
     /// `GCSFaultToleranceEmbeddedStorage`: `gcsFaultToleranceOptions.backend: rocksdb` is allowed and gets
     /// its PersistentVolumeClaim.
     pub embedded_gcs_storage: bool,
+    /// `RayClusterMTLS`: `spec.tlsOptions` is allowed and, enabled, gets cert-manager certificates.
+    pub mtls: bool,
 }
 
 impl Gates {
@@ -27,6 +29,7 @@ impl Gates {
             network_policy: feature_gate(config, RAY_CLUSTER_NETWORK_POLICY),
             history_server: feature_gate(config, RAY_CLUSTER_HISTORY_SERVER),
             embedded_gcs_storage: feature_gate(config, GCS_FAULT_TOLERANCE_EMBEDDED_STORAGE),
+            mtls: feature_gate(config, RAY_CLUSTER_MTLS),
         }
     }
 }

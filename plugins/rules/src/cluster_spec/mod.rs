@@ -320,8 +320,8 @@ fn validate_options(spec: &RayClusterSpec, gates: Gates) -> Result<(), String> {
         );
     }
     validate_network_policy(spec, gates)?;
-    if spec.tls_options.is_some() {
+    if spec.tls_options.is_some() && !gates.mtls {
         return Err("spec.tlsOptions requires the RayClusterMTLS feature gate to be enabled".into());
     }
-    Ok(())
+    crate::tls::validate(spec, gates)
 }

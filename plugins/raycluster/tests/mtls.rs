@@ -1,0 +1,427 @@
+//! `spec.tlsOptions` under the `RayClusterMTLS` gate, on the judged FakeHost playing cert-manager: the
+//! Issuers and Certificates are those KubeRay v1.7's mTLS controller makes (`raycluster_mtls_controller.go`),
+//! Pods wait for the certificates, carry KubeRay's TLS settings (`configureTLS`) and their IPs join the
+//! certificates; without cert-manager the cluster is refused with KubeRay's message.
+
+#![allow(clippy::unwrap_used, reason = "a test fails loudly on any unexpected error")]
+
+mod common;
+
+use common::*;
+use kuberay_plugin_raycluster::mtls::{certificate_kind, issuer_kind};
+use kuberay_plugin_sdk::{
+    EventType, HostError, ReconcileError,
+    serde_json::{Value, json},
+    testing::FakeHost,
+};
+
+/// The sample cluster with `tlsOptions.enabled`, the gate set as `on`.
+fn tls_host(on: bool) -> FakeHost {
+    let mut cluster = sample(1);
+    cluster["spec"]["tlsOptions"] = json!({"enabled": true});
+    let host = host(cluster);
+    let mut config = kuberay_plugin_sdk::Host::config(&host);
+    config.insert("featureGates".into(), json!({"RayClusterMTLS": on}));
+    host.with_config(Value::Object(config))
+}
+
+fn certificate(host: &FakeHost, name: &str) -> Value {
+    host.objects(&certificate_kind())
+        .into_iter()
+        .find(|c| c["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("no Certificate {name}"))
+}
+
+/// Plays cert-manager: every Certificate is issued at its current generation (bumped when its spec
+/// changed since it was last issued).
+fn issue_all(host: &FakeHost) {
+    for cert in host.objects(&certificate_kind()) {
+        host.update(&certificate_kind(), &name(&cert), |c| {
+            let spec = c["spec"].clone();
+            let previous = c["metadata"]["annotations"]["test/issued-spec"].clone();
+            let mut generation = c["metadata"]["generation"].as_i64().unwrap_or(1);
+            if !previous.is_null() && previous != Value::String(spec.to_string()) {
+                generation += 1;
+            }
+            c["metadata"]["generation"] = json!(generation);
+            c["metadata"]["annotations"] = json!({"test/issued-spec": spec.to_string()});
+            c["status"] = json!({
+                "notAfter": "2099-01-01T00:00:00Z",
+                "conditions": [{"type": "Ready", "status": "True", "observedGeneration": generation}]
+            });
+        });
+    }
+}
+
+fn container<'a>(list: &'a Value, name: &str) -> &'a Value {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no container {name} in {list}"))
+}
+
+fn tls_env(container: &Value) -> Vec<(String, String)> {
+    [
+        "RAY_USE_TLS",
+        "RAY_TLS_SERVER_CERT",
+        "RAY_TLS_SERVER_KEY",
+        "RAY_TLS_CA_CERT",
+    ]
+    .into_iter()
+    .filter_map(|n| env_value(container, n))
+    .map(|e| {
+        (
+            e["name"].as_str().unwrap().to_string(),
+            e["value"].as_str().unwrap().to_string(),
+        )
+    })
+    .collect()
+}
+
+fn expected_env() -> Vec<(String, String)> {
+    [
+        ("RAY_USE_TLS", "1"),
+        ("RAY_TLS_SERVER_CERT", "/etc/ray/tls/tls.crt"),
+        ("RAY_TLS_SERVER_KEY", "/etc/ray/tls/tls.key"),
+        ("RAY_TLS_CA_CERT", "/etc/ray/tls/ca.crt"),
+    ]
+    .into_iter()
+    .map(|(a, b)| (a.to_string(), b.to_string()))
+    .collect()
+}
+
+#[test]
+fn the_cluster_gets_kuberays_pki_and_no_pod_before_it_is_issued() {
+    let host = tls_host(true);
+    reconcile(&host).unwrap();
+    assert!(pods(&host).is_empty(), "a Pod before its certificate");
+    let mut issuers: Vec<String> = host.objects(&issuer_kind()).iter().map(name).collect();
+    issuers.sort();
+    assert_eq!(
+        issuers,
+        [
+            "ray-ca-issuer-raycluster-sample",
+            "ray-selfsigned-issuer-raycluster-sample"
+        ]
+    );
+    let ca = certificate(&host, "ray-ca-cert-raycluster-sample");
+    assert_eq!(
+        ca["spec"],
+        json!({
+            "secretName": "raycluster-sample-ca-secret-cluster-",
+            "isCA": true,
+            "commonName": "ray-ca-raycluster-sample",
+            "privateKey": {"algorithm": "RSA", "size": 4096},
+            "duration": "87600h0m0s",
+            "renewBefore": "720h0m0s",
+            "usages": ["cert sign", "crl sign"],
+            "issuerRef": {"name": "ray-selfsigned-issuer-raycluster-sample", "kind": "Issuer", "group": "cert-manager.io"}
+        })
+    );
+    assert_eq!(ca["metadata"]["ownerReferences"][0]["uid"], "cluster-uid");
+    assert_eq!(ca["metadata"]["ownerReferences"][0]["controller"], true);
+    assert_eq!(
+        ca["metadata"]["labels"],
+        json!({
+            "app.kubernetes.io/name": "kuberay",
+            "app.kubernetes.io/created-by": "kuberay-operator",
+            "app.kubernetes.io/component": "ca-certificate",
+            "ray.io/cluster": "raycluster-sample"
+        })
+    );
+    let head = certificate(&host, "ray-head-cert-raycluster-sample");
+    assert_eq!(
+        head["spec"],
+        json!({
+            "secretName": "ray-head-secret-raycluster-sample",
+            "duration": "2160h0m0s",
+            "renewBefore": "360h0m0s",
+            "dnsNames": ["localhost", "raycluster-sample-head-svc.default.svc.cluster.local"],
+            "ipAddresses": ["127.0.0.1"],
+            "usages": ["digital signature", "key encipherment", "server auth", "client auth"],
+            "issuerRef": {"name": "ray-ca-issuer-raycluster-sample", "kind": "Issuer", "group": "cert-manager.io"}
+        })
+    );
+    let worker = certificate(&host, "ray-worker-cert-raycluster-sample");
+    assert_eq!(worker["spec"]["dnsNames"], json!(["localhost"]));
+    assert_eq!(
+        worker["spec"]["secretName"],
+        "ray-worker-secret-raycluster-sample"
+    );
+    assert!(event_reasons(&host).contains(&"MTLSCertsNotReady".to_string()));
+
+    issue_all(&host);
+    assert!(!event_reasons(&host).contains(&"MTLSPKIReady".to_string()));
+    reconcile(&host).unwrap();
+    assert_eq!(heads(&host).len(), 1);
+    assert!(
+        event_reasons(&host).contains(&"MTLSPKIReady".to_string()),
+        "{:?}",
+        event_reasons(&host)
+    );
+}
+
+#[test]
+fn ray_pods_carry_kuberays_tls_settings() {
+    let host = tls_host(true);
+    reconcile(&host).unwrap();
+    issue_all(&host);
+    settle(&host, 3);
+    let head = &heads(&host)[0];
+    assert_eq!(
+        head["spec"]["volumes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["name"] == "ray-tls")
+            .unwrap()["secret"],
+        json!({"secretName": "ray-head-secret-raycluster-sample"})
+    );
+    let ray = &head["spec"]["containers"][0];
+    assert_eq!(tls_env(ray), expected_env());
+    assert!(ray["volumeMounts"].as_array().unwrap().contains(&json!(
+        {"name": "ray-tls", "mountPath": "/etc/ray/tls", "readOnly": true}
+    )));
+    let wait = &head["spec"]["initContainers"][0];
+    assert_eq!(wait["name"], "wait-for-tls-ip-san");
+    assert_eq!(wait["image"], "rayproject/ray:2.46.0");
+    assert_eq!(wait["command"], json!(["sh", "-c"]));
+    let script = wait["args"][0].as_str().unwrap();
+    assert!(script.starts_with("CERT=\"/etc/ray/tls/tls.crt\"\n"), "{script}");
+    assert!(
+        script.contains("grep -qE \"IP Address:${POD_IP}([^0-9.]|$)\""),
+        "{script}"
+    );
+    assert!(script.ends_with("  sleep 5\ndone"), "{script}");
+    // KubeRay's BuildPod then gives every init container the head's address (FQ_RAY_IP, RAY_IP).
+    assert_eq!(
+        wait["env"][0],
+        json!({"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})
+    );
+    assert_eq!(
+        wait["resources"],
+        json!({"limits": {"cpu": "50m", "memory": "64Mi"}, "requests": {"cpu": "50m", "memory": "64Mi"}})
+    );
+
+    let worker = &workers(&host)[0];
+    let volume = worker["spec"]["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == "ray-tls")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        volume["secret"]["secretName"],
+        "ray-worker-secret-raycluster-sample"
+    );
+    let init = &worker["spec"]["initContainers"];
+    assert_eq!(init[0]["name"], "wait-for-tls-ip-san");
+    assert_eq!(tls_env(container(init, "wait-gcs-ready")), expected_env());
+    assert_eq!(tls_env(&worker["spec"]["containers"][0]), expected_env());
+}
+
+#[test]
+fn the_autoscaler_sidecar_speaks_tls_too() {
+    let mut cluster = sample(1);
+    cluster["spec"]["tlsOptions"] = json!({"enabled": true});
+    cluster["spec"]["enableInTreeAutoscaling"] = json!(true);
+    let host = host(cluster);
+    let mut config = kuberay_plugin_sdk::Host::config(&host);
+    config.insert("featureGates".into(), json!({"RayClusterMTLS": true}));
+    let host = host.with_config(Value::Object(config));
+    reconcile(&host).unwrap();
+    issue_all(&host);
+    settle(&host, 3);
+    let head = &heads(&host)[0];
+    assert_eq!(
+        tls_env(container(&head["spec"]["containers"], "autoscaler")),
+        expected_env()
+    );
+}
+
+#[test]
+fn pod_ips_join_their_certificate_and_pods_wait_for_the_reissue() {
+    let host = tls_host(true);
+    reconcile(&host).unwrap();
+    issue_all(&host);
+    settle(&host, 3);
+    let head = name(&heads(&host)[0]);
+    run(&host, &head, "10.0.0.7");
+    reconcile(&host).unwrap();
+    assert_eq!(
+        certificate(&host, "ray-head-cert-raycluster-sample")["spec"]["ipAddresses"],
+        json!(["10.0.0.7", "127.0.0.1"])
+    );
+    let updated = host
+        .events()
+        .into_iter()
+        .find(|e| e.reason == "MTLSCertificatesUpdated")
+        .unwrap();
+    assert_eq!(
+        updated.note,
+        "Updated head certificate SANs (IPs: [10.0.0.7 127.0.0.1])"
+    );
+    assert_eq!(updated.event_type, EventType::Normal);
+
+    // A new worker waits while the worker certificate is reissued at a new generation.
+    for w in workers(&host) {
+        kuberay_plugin_sdk::Host::delete(&host, &pod_kind(), &name(&w), None).unwrap();
+    }
+    host.update(&certificate_kind(), "ray-worker-cert-raycluster-sample", |c| {
+        c["metadata"]["generation"] = json!(7);
+    });
+    reconcile(&host).unwrap();
+    assert!(
+        workers(&host).is_empty(),
+        "a worker before its certificate was reissued"
+    );
+    issue_all(&host);
+    reconcile(&host).unwrap();
+    assert_eq!(workers(&host).len(), 1);
+}
+
+#[test]
+fn without_cert_manager_the_cluster_is_refused_with_kuberays_message() {
+    let host = tls_host(true);
+    host.unserve(issuer_kind());
+    host.unserve(certificate_kind());
+    let result = reconcile(&host);
+    assert!(
+        matches!(result, Err(ReconcileError::InvalidObject(_))),
+        "{result:?}"
+    );
+    let event = host
+        .events()
+        .into_iter()
+        .find(|e| e.reason == "InvalidRayClusterSpec")
+        .unwrap();
+    assert_eq!(
+        event.note,
+        "The RayCluster spec is invalid default/raycluster-sample: tlsOptions requires cert-manager, but \
+         cert-manager is not installed"
+    );
+    assert!(pods(&host).is_empty());
+}
+
+#[test]
+fn with_the_gate_off_tls_options_are_refused_and_nothing_is_issued() {
+    let host = tls_host(false);
+    let result = reconcile(&host);
+    assert!(
+        matches!(result, Err(ReconcileError::InvalidObject(_))),
+        "{result:?}"
+    );
+    let event = host
+        .events()
+        .into_iter()
+        .find(|e| e.reason == "InvalidRayClusterSpec")
+        .unwrap();
+    assert!(
+        event
+            .note
+            .ends_with("spec.tlsOptions requires the RayClusterMTLS feature gate to be enabled"),
+        "{}",
+        event.note
+    );
+    assert!(host.objects(&issuer_kind()).is_empty());
+    assert!(host.objects(&certificate_kind()).is_empty());
+}
+
+#[test]
+fn a_failed_step_is_reported_with_kuberays_event() {
+    let host = tls_host(true);
+    host.refuse_writes(certificate_kind(), Some(HostError::Forbidden("quota".into())));
+    let result = reconcile(&host);
+    assert!(matches!(result, Err(ReconcileError::Transient(_))), "{result:?}");
+    let failed = host
+        .events()
+        .into_iter()
+        .find(|e| e.reason == "MTLSFailedToReconcile")
+        .unwrap();
+    assert_eq!(failed.event_type, EventType::Warning);
+    assert!(
+        failed
+            .note
+            .starts_with("Failed to reconcile mTLS CA certificate: "),
+        "{}",
+        failed.note
+    );
+    assert!(pods(&host).is_empty());
+}
+
+#[test]
+fn a_certificate_about_to_expire_is_warned_about() {
+    let host = tls_host(true);
+    reconcile(&host).unwrap();
+    issue_all(&host);
+    host.update(&certificate_kind(), "ray-ca-cert-raycluster-sample", |c| {
+        c["status"]["notAfter"] = json!("2000-01-01T00:00:00Z");
+    });
+    reconcile(&host).unwrap();
+    let warning = host
+        .events()
+        .into_iter()
+        .find(|e| e.reason == "MTLSCertificateExpiringSoon")
+        .unwrap();
+    assert!(
+        warning
+            .note
+            .starts_with("TLS certificate ray-ca-cert-raycluster-sample expires in -"),
+        "{}",
+        warning.note
+    );
+}
+
+/// A hostile plugin with the RayClusterMTLS grant, through the same judged host: a Certificate may not point
+/// cert-manager at a Secret someone else has (cert-manager would overwrite it), and a Pod may mount only the
+/// Secrets its cluster's own Certificates are issued into.
+#[test]
+fn a_certificate_cannot_take_over_another_secret_nor_a_pod_mount_another_clusters() {
+    use kuberay_plugin_sdk::Host;
+    let host = tls_host(true);
+    host.insert(json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "db-password", "namespace": NS},
+        "data": {"password": "c2VjcmV0"}
+    }));
+    let forged = json!({
+        "apiVersion": "cert-manager.io/v1", "kind": "Certificate",
+        "metadata": {"name": "innocent", "namespace": NS},
+        "spec": {"secretName": "db-password", "issuerRef": {"name": "x", "kind": "Issuer"}}
+    });
+    let refused = host.create(&forged).unwrap_err();
+    assert!(matches!(refused, HostError::Forbidden(_)), "{refused:?}");
+    assert!(
+        refused.message().contains("cert-manager would overwrite it"),
+        "{}",
+        refused.message()
+    );
+    // A Secret that does not exist yet is the Certificate's to be issued into.
+    let mut fresh = forged.clone();
+    fresh["spec"]["secretName"] = json!("innocent-tls");
+    host.create(&fresh).unwrap();
+
+    // Another cluster's certificate Secret, issued for its own Certificate.
+    host.insert(json!({
+        "apiVersion": "cert-manager.io/v1", "kind": "Certificate",
+        "metadata": {"name": "ray-head-cert-other", "namespace": NS,
+                     "ownerReferences": [{"apiVersion": "ray.io/v1", "kind": "RayCluster", "name": "other",
+                                          "uid": "other-uid", "controller": true}]},
+        "spec": {"secretName": "ray-head-secret-other"}
+    }));
+    let pod = |secret: &str| {
+        json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": format!("mount-{secret}"), "namespace": NS},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}],
+                     "volumes": [{"name": "v", "secret": {"secretName": secret}}]}
+        })
+    };
+    let refused = host.create(&pod("ray-head-secret-other")).unwrap_err();
+    assert!(matches!(refused, HostError::Forbidden(_)), "{refused:?}");
+    // The Secret of a Certificate this cluster controls may be mounted.
+    reconcile(&host).unwrap();
+    host.create(&pod("ray-head-secret-raycluster-sample")).unwrap();
+}
