@@ -23,7 +23,7 @@ help:
 	@echo "make bench-lifecycle  operator start-up to /readyz and plugin swap latency (release build)"
 	@echo "make bench-apiserver  REST get/list of clusters through kuberay-apiserver against direct API calls"
 	@echo "make scale         RayCluster/RayJob scale benchmark against the KubeRay operator (SCALE_ARGS=\"--sizes 100\")"
-	@echo "make tools         build the control-plane binaries, the OCI registry, grpcurl, helm and kustomize, the Ray,"
+	@echo "make tools         build the control-plane binaries (with cert-manager), the OCI registry, grpcurl, helm and kustomize, the Ray,"
 	@echo "                   API-tools and componentize-py virtualenvs and the wasm target; fetch the Gateway API CRDs"
 	@echo "                   and the batch schedulers' CRDs"
 	@echo "make batch-schedulers  the PodGroup and Queue CRDs of scheduler-plugins and Volcano into .local/batch-scheduler-crds"
@@ -40,9 +40,12 @@ help:
 tools: control-plane registry ray apitools componentize-py grpcurl kuberay-hash kuberay-operator gateway-api batch-schedulers \
 	wasm-target deploy-tools
 
-# kube-apiserver, kube-controller-manager, kubectl and etcd from tests/cluster/go.mod, into .local/bin.
+# kube-apiserver, kube-controller-manager, kubectl and etcd from tests/cluster/go.mod, into .local/bin; cert-manager's
+# controllers (tests/cert-manager, the test environment issues the certificates of RayClusters with `tlsOptions`)
+# into .local/bin and its CRDs into .local/cert-manager-crds.
 control-plane:
 	@bash tests/cluster/build.sh
+	@bash tests/cert-manager/build.sh
 
 # .local/bin/registry: the CNCF distribution registry from its Go module (tests/registry/go.mod), the test
 # environment's OCI registry (TLS, htpasswd) that plugin components are pushed to and pulled from.

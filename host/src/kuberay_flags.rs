@@ -81,7 +81,7 @@ const GATES: &[Gate] = &[
     gate("SidecarSubmitterRestart", false, "alpha", Support::Missing),
     gate("RayClusterNetworkPolicy", false, "alpha", Support::Both),
     gate("GCSFaultToleranceEmbeddedStorage", false, "alpha", Support::Both),
-    gate("RayClusterMTLS", false, "alpha", Support::Missing),
+    gate("RayClusterMTLS", false, "alpha", Support::Both),
     gate("RayClusterHistoryServer", false, "alpha", Support::Both),
     gate("KubernetesWAS", false, "alpha", Support::Missing),
 ];
@@ -274,10 +274,9 @@ mod tests {
         assert!(error.contains("NAME=true|false"), "{error}");
         let error = FeatureGates::parse("RayCronJob=maybe").unwrap_err().to_string();
         assert!(error.contains("not a boolean"), "{error}");
-        let error = FeatureGates::parse("RayClusterMTLS=true")
-            .unwrap_err()
-            .to_string();
+        let error = FeatureGates::parse("KubernetesWAS=true").unwrap_err().to_string();
         assert!(error.contains("not implemented"), "{error}");
+        assert!(FeatureGates::parse("RayClusterMTLS=true").is_ok());
         let error = FeatureGates::parse("RayClusterStatusConditions=false")
             .unwrap_err()
             .to_string();

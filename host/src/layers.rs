@@ -204,7 +204,11 @@ fn expand(tree: &str, prefix: &[String], out: &mut Vec<Vec<String>>) {
     let tree = tree.trim();
     if let Some(open) = tree.find('{') {
         let head: Vec<String> = segments(&tree[..open]);
-        let inner = &tree[open + 1..tree.rfind('}').unwrap_or(tree.len())];
+        let close = tree
+            .rfind('}')
+            .filter(|&close| close > open)
+            .unwrap_or(tree.len());
+        let inner = &tree[open + 1..close];
         let mut base = prefix.to_vec();
         base.extend(head);
         let (mut depth, mut start) = (0, 0);
@@ -240,10 +244,12 @@ fn paths(code: &str) -> Vec<Vec<String>> {
     let mut out = Vec::new();
     let mut rest = code;
     while let Some(at) = rest.find("use ") {
-        let before = rest[..at].chars().last();
+        // A `use` item starts its line (after a visibility, if any): the word in a string or a
+        // sentence does not count.
+        let line = rest[..at].rsplit('\n').next().unwrap_or_default().trim();
         let after = &rest[at + 4..];
         let end = after.find(';').unwrap_or(after.len());
-        if before.is_none_or(|c| !c.is_alphanumeric() && c != '_') {
+        if line.is_empty() || line.starts_with("pub") {
             expand(&after[..end], &[], &mut out);
         }
         rest = &after[end.min(after.len())..];
@@ -406,7 +412,8 @@ fn the_hosts_modules_import_only_what_their_layer_may() {
 #[test]
 fn the_checker_sees_imports_in_every_form() {
     let code = code_of(
-        "use crate::{a::{B, c::D}, e as f};\nuse super::super::g;\n// use crate::comment;\nfn x() { crate::h::i(); self::j(); }\n#[cfg(test)]\nmod tests {\n use crate::k;\n}",
+        "use crate::{a::{B, c::D}, e as f};\nuse super::super::g;\n// use crate::comment;\nfn x() { crate::h::i(); self::j(); }\n\
+         pub(crate) use crate::p;\nconst T: &str = \"cannot use {X:?} in {y} here\";\n#[cfg(test)]\nmod tests {\n use crate::k;\n}",
     );
     let module = vec!["m".to_string(), "n".to_string()];
     let mut resolved: Vec<String> = paths(&code)
@@ -416,7 +423,7 @@ fn the_checker_sees_imports_in_every_form() {
         .collect();
     resolved.sort();
     resolved.dedup();
-    assert_eq!(resolved, ["a::B", "a::c::D", "e", "g", "h::i", "m::n::j"]);
+    assert_eq!(resolved, ["a::B", "a::c::D", "e", "g", "h::i", "m::n::j", "p"]);
     // A loop is found, and named with its files.
     let sources = [
         ("x", "use crate::y::Y;"),

@@ -1,5 +1,6 @@
 //! The kinds of KubeRay's optional integrations (a batch scheduler's PodGroups, the NetworkPolicies of the
-//! RayClusterNetworkPolicy gate, the embedded GCS store's claims of the GCSFaultToleranceEmbeddedStorage gate):
+//! RayClusterNetworkPolicy gate, the embedded GCS store's claims of the GCSFaultToleranceEmbeddedStorage gate,
+//! cert-manager's Issuers and Certificates of the RayClusterMTLS gate):
 //! taken out of the policy when the operator was not started with them (so it
 //! neither watches them nor needs their rights, as KubeRay's controllers do not own them then), and checked to
 //! be served at start when it was. KubeRay's operator fails at start the same way (its controllers cannot watch a
@@ -15,6 +16,10 @@ use super::{OperatorConfig, OperatorError};
 const NETWORK_POLICY_GATE: &str = "RayClusterNetworkPolicy";
 /// The gate whose PersistentVolumeClaims the RayCluster plugin writes.
 const EMBEDDED_STORAGE_GATE: &str = "GCSFaultToleranceEmbeddedStorage";
+/// The gate whose cert-manager Issuers and Certificates the RayCluster plugin writes. Unlike the others, the
+/// operator starts without cert-manager, as KubeRay's does: a cluster asking for TLS is then refused with
+/// KubeRay's message (the plugin finds the kinds unserved).
+const MTLS_GATE: &str = "RayClusterMTLS";
 
 /// The PodGroup kind `scheduler` writes, if it writes one (YuniKorn and KAI only label Pods).
 pub(crate) fn pod_group_kind(scheduler: BatchScheduler) -> Option<Kind> {
@@ -37,6 +42,10 @@ pub(crate) fn unused_kinds(config: &OperatorConfig) -> Vec<Kind> {
     }
     if !config.feature_gates.enabled(EMBEDDED_STORAGE_GATE) {
         kinds.push(Kind::new("", "v1", "PersistentVolumeClaim"));
+    }
+    if !config.feature_gates.enabled(MTLS_GATE) {
+        kinds.push(Kind::new("cert-manager.io", "v1", "Issuer"));
+        kinds.push(Kind::new("cert-manager.io", "v1", "Certificate"));
     }
     kinds
 }
@@ -122,26 +131,32 @@ mod tests {
         let plugins = scheduler_plugins::kind();
         let network_policy = Kind::new("networking.k8s.io", "v1", "NetworkPolicy");
         let claim = Kind::new("", "v1", "PersistentVolumeClaim");
+        let issuer = Kind::new("cert-manager.io", "v1", "Issuer");
+        let certificate = Kind::new("cert-manager.io", "v1", "Certificate");
+        let pki = [issuer, certificate];
+        let with_pki = |kinds: &[&Kind]| -> Vec<Kind> {
+            kinds
+                .iter()
+                .copied()
+                .cloned()
+                .chain(pki.iter().cloned())
+                .collect()
+        };
         assert_eq!(
             unused_kinds(&config),
-            [
-                volcano.clone(),
-                plugins.clone(),
-                network_policy.clone(),
-                claim.clone()
-            ]
+            with_pki(&[&volcano, &plugins, &network_policy, &claim])
         );
         config.batch_scheduler = Some(BatchScheduler::Volcano);
         assert_eq!(
             unused_kinds(&config),
-            [plugins.clone(), network_policy.clone(), claim.clone()]
+            with_pki(&[&plugins, &network_policy, &claim])
         );
         config.batch_scheduler = Some(BatchScheduler::YuniKorn);
         config.feature_gates =
             crate::kuberay_flags::FeatureGates::parse("RayClusterNetworkPolicy=true").unwrap();
-        assert_eq!(unused_kinds(&config), [volcano.clone(), plugins.clone(), claim]);
+        assert_eq!(unused_kinds(&config), with_pki(&[&volcano, &plugins, &claim]));
         config.feature_gates = crate::kuberay_flags::FeatureGates::parse(
-            "RayClusterNetworkPolicy=true,GCSFaultToleranceEmbeddedStorage=true",
+            "RayClusterNetworkPolicy=true,GCSFaultToleranceEmbeddedStorage=true,RayClusterMTLS=true",
         )
         .unwrap();
         assert_eq!(unused_kinds(&config), [volcano, plugins]);

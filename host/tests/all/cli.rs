@@ -174,8 +174,8 @@ fn kuberay_flags_we_cannot_honour_refuse_to_start_with_the_reason() {
     for (flag, reason) in [
         ("--feature-gates=RayClusterNope=true", "unrecognized feature gate"),
         (
-            "--feature-gates=RayClusterMTLS=true",
-            "RayClusterMTLS is not implemented",
+            "--feature-gates=KubernetesWAS=true",
+            "KubernetesWAS is not implemented",
         ),
         (
             "--feature-gates=RayClusterStatusConditions=false",

@@ -25,6 +25,7 @@ mod kuberay_lease;
 mod kuberay_samples;
 mod leadership;
 mod limits;
+mod mtls;
 mod plugin_config;
 mod plugin_signatures;
 mod policy;

@@ -172,17 +172,21 @@ fn string_set(value: &Value) -> BTreeSet<&str> {
         .collect()
 }
 
-/// KubeRay's `certificateNeedsUpdate` and its label comparison: the labels differ, or the DNS names or IP
-/// addresses differ as sets.
+/// KubeRay's `certificateNeedsUpdate` and its label comparison: a label of ours is missing or different, or
+/// the DNS names or IP addresses differ as sets. (KubeRay replaces the labels; a server-side apply leaves other
+/// managers' labels alone, so only ours are compared.)
 fn needs_update(existing: &Value, desired: &Value) -> bool {
-    let labels = |v: &Value| v["metadata"]["labels"].clone();
-    let sans = |v: &Value, field: &str| {
+    let ours = desired["metadata"]["labels"].as_object().into_iter().flatten();
+    let labels_differ = ours
+        .into_iter()
+        .any(|(k, v)| existing["metadata"]["labels"][k] != *v);
+    let sans = |v: &Value, field: &str| -> BTreeSet<String> {
         string_set(&v["spec"][field])
             .into_iter()
             .map(str::to_string)
-            .collect::<BTreeSet<_>>()
+            .collect()
     };
-    labels(existing) != labels(desired)
+    labels_differ
         || sans(existing, "dnsNames") != sans(desired, "dnsNames")
         || sans(existing, "ipAddresses") != sans(desired, "ipAddresses")
 }
@@ -301,7 +305,10 @@ fn warn_expiring<H: Host>(ctx: &Ctx<'_, H>) {
         };
         let remaining = kuberay_rules::time::seconds(&not_after) - now;
         if remaining < EXPIRY_WARNING_SECONDS {
-            #[allow(clippy::cast_precision_loss)] // hours of a certificate's life, printed to one decimal
+            #[allow(
+                clippy::cast_precision_loss,
+                reason = "hours of a certificate's life, printed to one decimal"
+            )]
             let hours = remaining as f64 / 3600.0;
             ctx.event(Event::warning(
                 reason::CERTIFICATE_EXPIRING_SOON,
@@ -318,7 +325,7 @@ fn warn_expiring<H: Host>(ctx: &Ctx<'_, H>) {
 /// Keeps the cluster's issuers and certificates as KubeRay's mTLS controller does and says whether the
 /// node certificates are issued. A failed step is recorded as `MTLSFailedToReconcile` and returned.
 pub fn reconcile<H: Host>(ctx: &Ctx<'_, H>) -> Result<Pki, Failure> {
-    if !tls::enabled(&ctx.cluster.spec, ctx.id.gates) {
+    if !tls::enabled(&ctx.cluster.spec, ctx.id.gates.mtls) {
         return Ok(Pki::Off);
     }
     match ctx
@@ -364,7 +371,7 @@ pub fn reconcile<H: Host>(ctx: &Ctx<'_, H>) -> Result<Pki, Failure> {
 /// KubeRay's `checkMTLSSecretsReady` before a Pod is created: with TLS on, both node certificates must be
 /// issued at their current generation (a Pod must not start with a certificate about to be replaced).
 pub fn ready_for_pods<H: Host>(ctx: &Ctx<'_, H>) -> Result<(), Failure> {
-    if !tls::enabled(&ctx.cluster.spec, ctx.id.gates) {
+    if !tls::enabled(&ctx.cluster.spec, ctx.id.gates.mtls) {
         return Ok(());
     }
     match not_issued(ctx) {

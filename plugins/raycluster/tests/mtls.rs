@@ -105,7 +105,7 @@ fn the_cluster_gets_kuberays_pki_and_no_pod_before_it_is_issued() {
             "ray-selfsigned-issuer-raycluster-sample"
         ]
     );
-    let ca = certificate(&host, "ray-ca-cert-raycluster-sample");
+    let ca = certificate(&host, "ray-ca-certificate-raycluster-sample");
     assert_eq!(
         ca["spec"],
         json!({
@@ -356,7 +356,7 @@ fn a_certificate_about_to_expire_is_warned_about() {
     let host = tls_host(true);
     reconcile(&host).unwrap();
     issue_all(&host);
-    host.update(&certificate_kind(), "ray-ca-cert-raycluster-sample", |c| {
+    host.update(&certificate_kind(), "ray-ca-certificate-raycluster-sample", |c| {
         c["status"]["notAfter"] = json!("2000-01-01T00:00:00Z");
     });
     reconcile(&host).unwrap();
@@ -368,7 +368,7 @@ fn a_certificate_about_to_expire_is_warned_about() {
     assert!(
         warning
             .note
-            .starts_with("TLS certificate ray-ca-cert-raycluster-sample expires in -"),
+            .starts_with("TLS certificate ray-ca-certificate-raycluster-sample expires in -"),
         "{}",
         warning.note
     );
@@ -424,4 +424,23 @@ fn a_certificate_cannot_take_over_another_secret_nor_a_pod_mount_another_cluster
     // The Secret of a Certificate this cluster controls may be mounted.
     reconcile(&host).unwrap();
     host.create(&pod("ray-head-secret-raycluster-sample")).unwrap();
+}
+
+#[test]
+fn a_label_another_manager_adds_to_a_certificate_does_not_make_it_rewritten() {
+    let host = tls_host(true);
+    reconcile(&host).unwrap();
+    issue_all(&host);
+    settle(&host, 3);
+    host.update(&certificate_kind(), "ray-head-cert-raycluster-sample", |c| {
+        c["metadata"]["labels"]["team"] = json!("ml");
+    });
+    host.clear_writes();
+    reconcile(&host).unwrap();
+    let rewritten = host
+        .writes()
+        .into_iter()
+        .any(|w| matches!(w, kuberay_plugin_sdk::testing::Write::Apply(k, _) if k == certificate_kind()));
+    assert!(!rewritten, "{:?}", host.writes());
+    assert!(!event_reasons(&host).contains(&"MTLSCertificatesUpdated".to_string()));
 }

@@ -240,7 +240,9 @@ fn metadata_declares_kinds_capabilities_and_the_finalizer() {
             "v1/PersistentVolumeClaim",
             "v1/Secret",
             "scheduling.volcano.sh/v1beta1/PodGroup",
-            "scheduling.x-k8s.io/v1alpha1/PodGroup"
+            "scheduling.x-k8s.io/v1alpha1/PodGroup",
+            "cert-manager.io/v1/Issuer",
+            "cert-manager.io/v1/Certificate"
         ]
     );
     assert_eq!(

@@ -6,7 +6,7 @@
 use k8s_openapi::api::core::v1::{Container, EnvVar, VolumeMount};
 use kuberay_crds::RayClusterSpec;
 
-use crate::{cluster_spec::Gates, env::exists};
+use crate::env::exists;
 
 /// Ray's switch for TLS on its gRPC channels.
 pub const RAY_USE_TLS: &str = "RAY_USE_TLS";
@@ -48,9 +48,9 @@ impl Node {
     }
 }
 
-/// Whether the cluster runs with mutual TLS: the gate is on and the spec asks for it.
-pub fn enabled(spec: &RayClusterSpec, gates: Gates) -> bool {
-    gates.mtls && spec.tls_options.as_ref().and_then(|t| t.enabled) == Some(true)
+/// Whether the cluster runs with mutual TLS: the `RayClusterMTLS` gate is on (`gate`) and the spec asks for it.
+pub fn enabled(spec: &RayClusterSpec, gate: bool) -> bool {
+    gate && spec.tls_options.as_ref().and_then(|t| t.enabled) == Some(true)
 }
 
 /// The Secret cert-manager writes the cluster's CA into: `<cluster>-ca-secret-<first 8 characters of the
@@ -80,7 +80,7 @@ pub fn self_signed_issuer_name(cluster: &str) -> String {
 
 /// The CA's Certificate.
 pub fn ca_certificate_name(cluster: &str) -> String {
-    format!("ray-ca-cert-{cluster}")
+    format!("ray-ca-certificate-{cluster}")
 }
 
 /// The Issuer that signs the node certificates with the CA.
@@ -163,8 +163,8 @@ fn ray_container_free(container: Option<&Container>, location: &str) -> Result<(
 
 /// KubeRay's `validateTLSOptions`: with TLS on, no Ray container (nor the autoscaler's options) sets the
 /// operator's TLS variables or mounts something at its certificate volume's name or path.
-pub fn validate(spec: &RayClusterSpec, gates: Gates) -> Result<(), String> {
-    if !enabled(spec, gates) {
+pub fn validate(spec: &RayClusterSpec, gate: bool) -> Result<(), String> {
+    if !enabled(spec, gate) {
         return Ok(());
     }
     let first = |t: &k8s_openapi::api::core::v1::PodTemplateSpec| {
@@ -212,12 +212,7 @@ mod tests {
         }))
     }
 
-    const ON: Gates = Gates {
-        network_policy: false,
-        history_server: false,
-        embedded_gcs_storage: false,
-        mtls: true,
-    };
+    const ON: bool = true;
 
     #[test]
     fn names_are_kuberays() {
@@ -230,7 +225,7 @@ mod tests {
         assert_eq!(certificate_name("c", Node::Head), "ray-head-cert-c");
         assert_eq!(certificate_name("c", Node::Worker), "ray-worker-cert-c");
         assert_eq!(self_signed_issuer_name("c"), "ray-selfsigned-issuer-c");
-        assert_eq!(ca_certificate_name("c"), "ray-ca-cert-c");
+        assert_eq!(ca_certificate_name("c"), "ray-ca-certificate-c");
         assert_eq!(ca_issuer_name("c"), "ray-ca-issuer-c");
     }
 
@@ -238,7 +233,7 @@ mod tests {
     fn enabled_needs_the_gate_and_enabled_true() {
         let mut s = tls_spec(json!([]), json!([]));
         assert!(enabled(&s, ON));
-        assert!(!enabled(&s, Gates::default()));
+        assert!(!enabled(&s, false));
         s.tls_options = Some(TlsOptions { enabled: None });
         assert!(!enabled(&s, ON));
         s.tls_options = Some(TlsOptions { enabled: Some(false) });
@@ -253,7 +248,7 @@ mod tests {
             "cannot set RAY_TLS_CA_CERT environment variable in head Pod when tlsOptions is set - the operator \
              manages TLS configuration automatically"
         );
-        assert!(validate(&head_env, Gates::default()).is_ok());
+        assert!(validate(&head_env, false).is_ok());
         let worker_mount = tls_spec(json!([]), json!([{"name": "certs", "mountPath": "/etc/ray/tls"}]));
         assert_eq!(
             validate(&worker_mount, ON).unwrap_err(),

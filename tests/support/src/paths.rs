@@ -74,6 +74,12 @@ impl Layout {
         self.local_dir().join("gateway-api-crds")
     }
 
+    /// cert-manager's CRDs that `tests/cert-manager/build.sh` copies from its pinned Go module (`make
+    /// control-plane`).
+    pub fn cert_manager_crds_dir(&self) -> PathBuf {
+        self.local_dir().join("cert-manager-crds")
+    }
+
     /// The batch schedulers' CRDs (scheduler-plugins' PodGroup, Volcano's PodGroup and Queue) that
     /// `tests/batch-schedulers/fetch.sh` takes from their pinned Go modules (`make batch-schedulers`, part of
     /// `make tools` and `make cluster`).

@@ -66,7 +66,7 @@ pub fn build(cluster: &RayCluster, id: &Identity, spec_hash: Option<&str>) -> Re
             auth::configure_container(&mut sidecar, &id.name, spec);
         }
         // The sidecar reaches the GCS at 127.0.0.1 or the head's IP, both in the head's certificate.
-        if kuberay_rules::tls::enabled(spec, id.gates) {
+        if kuberay_rules::tls::enabled(spec, id.gates.mtls) {
             kuberay_rules::tls::configure_container(&mut sidecar);
         }
         pod_autoscaler::apply_options(&mut sidecar, spec.autoscaler_options.as_ref());
@@ -99,7 +99,7 @@ pub fn build(cluster: &RayCluster, id: &Identity, spec_hash: Option<&str>) -> Re
             &id.name,
         );
     }
-    if kuberay_rules::tls::enabled(spec, id.gates) {
+    if kuberay_rules::tls::enabled(spec, id.gates.mtls) {
         tls::configure(&mut template, &id.name, kuberay_rules::tls::Node::Head)?;
     }
     if let Some(options) = history::collector_options(cluster, id) {

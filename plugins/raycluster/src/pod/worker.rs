@@ -152,7 +152,7 @@ pub fn build(
             &id.name,
         );
     }
-    if kuberay_rules::tls::enabled(spec, id.gates) {
+    if kuberay_rules::tls::enabled(spec, id.gates.mtls) {
         tls::configure(&mut template, &id.name, kuberay_rules::tls::Node::Worker)?;
     }
     if let Some(options) = history::collector_options(cluster, id) {

@@ -323,5 +323,5 @@ fn validate_options(spec: &RayClusterSpec, gates: Gates) -> Result<(), String> {
     if spec.tls_options.is_some() && !gates.mtls {
         return Err("spec.tlsOptions requires the RayClusterMTLS feature gate to be enabled".into());
     }
-    crate::tls::validate(spec, gates)
+    crate::tls::validate(spec, gates.mtls)
 }

@@ -1,7 +1,9 @@
 //! The real Kubernetes control plane: etcd, kube-apiserver and kube-controller-manager, built from their Go
-//! modules by `tests/cluster/build.sh` and started on free loopback ports with freshly generated credentials.
+//! modules by `tests/cluster/build.sh` and started on free loopback ports with freshly generated credentials,
+//! and cert-manager (`cert_manager`).
 
 mod audit;
+mod cert_manager;
 mod identities;
 mod pki;
 pub(crate) mod ports;
@@ -57,6 +59,7 @@ pub struct ControlPlane {
     etcd: Option<ManagedProcess>,
     apiserver: Option<ManagedProcess>,
     controller_manager: Option<ManagedProcess>,
+    cert_manager: Option<ManagedProcess>,
     audit_log: Option<PathBuf>,
 }
 
@@ -160,6 +163,7 @@ impl ControlPlane {
             etcd: Some(etcd),
             apiserver: Some(apiserver),
             controller_manager: None,
+            cert_manager: None,
             audit_log: audit.map(|(log, _)| log),
         };
         let admin = plane.client("admin").await?;
@@ -196,6 +200,8 @@ impl ControlPlane {
             controller_manager,
             &logs.join("kube-controller-manager.log"),
         )?);
+        let admin_kubeconfig = plane.kubeconfig("admin");
+        plane.cert_manager = Some(cert_manager::start(layout, &admin, &admin_kubeconfig, &logs).await?);
         plane
             .wait_for_controller_manager(&admin, deadline, timeout)
             .await?;
@@ -232,18 +238,28 @@ impl ControlPlane {
 
     /// Pids of every process the control plane runs, for leftover checks.
     pub fn pids(&self) -> Vec<u32> {
-        [&self.etcd, &self.apiserver, &self.controller_manager]
-            .into_iter()
-            .flatten()
-            .filter_map(ManagedProcess::pid)
-            .collect()
+        [
+            &self.etcd,
+            &self.apiserver,
+            &self.controller_manager,
+            &self.cert_manager,
+        ]
+        .into_iter()
+        .flatten()
+        .filter_map(ManagedProcess::pid)
+        .collect()
     }
 
     /// An error naming the first component that has exited.
     pub fn check_running(&mut self) -> Result<()> {
-        for p in [&mut self.etcd, &mut self.apiserver, &mut self.controller_manager]
-            .into_iter()
-            .flatten()
+        for p in [
+            &mut self.etcd,
+            &mut self.apiserver,
+            &mut self.controller_manager,
+            &mut self.cert_manager,
+        ]
+        .into_iter()
+        .flatten()
         {
             p.check_running()?;
         }
@@ -253,6 +269,7 @@ impl ControlPlane {
     /// Stops the components in reverse dependency order.
     pub async fn stop(mut self) {
         for p in [
+            self.cert_manager.take(),
             self.controller_manager.take(),
             self.apiserver.take(),
             self.etcd.take(),

@@ -57,6 +57,10 @@ pub const KINDS: &[(&str, &str, &str, &str)] = &[
     // told apart by the `apiVersion` fact.
     ("scheduling.volcano.sh", "v1beta1", "PodGroup", "podgroups"),
     ("scheduling.x-k8s.io", "v1alpha1", "PodGroup", "podgroups"),
+    // The PKI of `tlsOptions` (KubeRay's RayClusterMTLS gate); the Secrets cert-manager issues are controlled by
+    // their Certificates (the test environment's cert-manager sets that owner), so they are not recorded.
+    ("cert-manager.io", "v1", "Issuer", "issuers"),
+    ("cert-manager.io", "v1", "Certificate", "certificates"),
 ];
 
 /// Labels of Pods and PodGroups recorded besides `ray.io/*` and `app.kubernetes.io/*`: what KubeRay's
@@ -629,11 +633,32 @@ fn pick(object: &Value, keys: &[&str]) -> Value {
     Value::Object(out)
 }
 
+/// The spec of a cert-manager Issuer or Certificate without what changes from run to run: the uid suffix of
+/// a CA Secret's name (`<cluster>-ca-secret-<8 characters of the uid>`) becomes `*`, and IP addresses (Pod
+/// IPs, plus `127.0.0.1`) are counted.
+fn pki_spec(object: &Value) -> Value {
+    let mut spec = object.get("spec").cloned().unwrap_or(Value::Null);
+    for pointer in ["/secretName", "/ca/secretName"] {
+        if let Some(name) = spec.pointer_mut(pointer)
+            && let Some(text) = name.as_str()
+            && let Some(at) = text.rfind("-ca-secret-")
+        {
+            *name = json!(format!("{}-ca-secret-*", &text[..at]));
+        }
+    }
+    if let Some(ips) = spec.get_mut("ipAddresses") {
+        let count = ips.as_array().map_or(0, Vec::len);
+        *ips = json!(format!("{count} addresses"));
+    }
+    spec
+}
+
 /// Kind-specific facts: Pods their container names and a scheduler other than the default; Services type,
 /// headless, ports, selector; Jobs their template's container names, scheduler and scheduler labels and
 /// annotations; PodGroups their `apiVersion`, spec, phase and (without a controller) owners; Roles their rules; RoleBindings role and subjects; Secrets and ConfigMaps
 /// their type and keys; Ingresses class and backends; NetworkPolicies their policy types, Pod selector and rules;
-/// Gateways class and listeners; HTTPRoutes parents and backends.
+/// Gateways class and listeners; HTTPRoutes parents and backends; cert-manager Issuers and Certificates their
+/// spec ([`pki_spec`]) and Certificates whether they are `Ready`.
 pub fn spec_facts(kind: &str, object: &Value) -> BTreeMap<String, Value> {
     let spec = object.get("spec");
     let mut facts = BTreeMap::new();
@@ -803,6 +828,19 @@ pub fn spec_facts(kind: &str, object: &Value) -> BTreeMap<String, Value> {
                 if let Some(rules) = object.pointer(&format!("/spec/{field}")) {
                     facts.insert(field.into(), rules.clone());
                 }
+            }
+        }
+        "Issuer" | "Certificate" => {
+            facts.insert("spec".into(), pki_spec(object));
+            if kind == "Certificate" {
+                let ready = object
+                    .pointer("/status/conditions")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .find(|c| c["type"] == "Ready")
+                    .map_or(Value::Null, |c| c["status"].clone());
+                facts.insert("ready".into(), ready);
             }
         }
         "Gateway" => {
@@ -1145,6 +1183,26 @@ mod tests {
         assert!(
             graph.applied.is_empty(),
             "only the sample's ray.io objects are listed as applied"
+        );
+    }
+
+    #[test]
+    fn certificates_are_recorded_without_their_uid_suffix_and_pod_ips() {
+        let certificate = json!({
+            "spec": {"secretName": "c-ca-secret-0f3a9c1e", "ipAddresses": ["10.240.0.7", "127.0.0.1"],
+                     "dnsNames": ["localhost"]},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+        });
+        let facts = spec_facts("Certificate", &certificate);
+        assert_eq!(
+            facts["spec"],
+            json!({"secretName": "c-ca-secret-*", "ipAddresses": "2 addresses", "dnsNames": ["localhost"]})
+        );
+        assert_eq!(facts["ready"], "True");
+        let issuer = json!({"spec": {"ca": {"secretName": "c-ca-secret-0f3a9c1e"}}});
+        assert_eq!(
+            spec_facts("Issuer", &issuer)["spec"],
+            json!({"ca": {"secretName": "c-ca-secret-*"}})
         );
     }
 }

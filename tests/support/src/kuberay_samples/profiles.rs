@@ -103,6 +103,16 @@ pub const PROFILES: &[Profile] = &[
         samples: &["ray-cluster.embedded-gcs-ft.yaml"],
         omitted: &[],
     },
+    // The test environment runs cert-manager (`controlplane::cert_manager`), so KubeRay's operator finds its API
+    // and runs its mTLS controller.
+    Profile {
+        name: "mtls",
+        group: "feature-gates",
+        batch_scheduler: None,
+        feature_gates: &["RayClusterMTLS"],
+        samples: &["ray-cluster.mtls.yaml"],
+        omitted: &[],
+    },
 ];
 
 /// The profile named `name`.
