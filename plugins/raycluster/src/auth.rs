@@ -65,10 +65,11 @@ pub fn reconcile_secret<H: Host>(ctx: &Ctx<'_, H>) -> Result<(), Failure> {
     if ctx.get::<Secret>(&name)?.is_some() {
         return Ok(());
     }
-    let token = random_token().map_err(|e| Failure {
-        replica_failure: None,
-        message: format!("no random bytes for the auth token of {}: {e}", ctx.key()),
-        host_error: true,
+    let token = random_token().map_err(|e| {
+        Failure::error(format!(
+            "no random bytes for the auth token of {}: {e}",
+            ctx.key()
+        ))
     })?;
     let secret = Secret {
         metadata: ObjectMeta {

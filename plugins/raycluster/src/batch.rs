@@ -23,11 +23,7 @@ pub fn submit<H: Host>(ctx: &Ctx<'_, H>) -> Result<(), Failure> {
             let size = volcano::cluster_size(&cluster.spec);
             volcano::sync(ctx.host, Parent::Cluster(cluster), &size).map_err(|e| match e {
                 SyncError::Host(e) => Failure::from(e),
-                SyncError::Invalid(message) => Failure {
-                    replica_failure: None,
-                    message,
-                    host_error: true,
-                },
+                SyncError::Invalid(message) => Failure::error(message),
             })?
         }
         Some(BatchScheduler::SchedulerPlugins) => scheduler_plugins::ensure(ctx.host, cluster)?,

@@ -2,7 +2,10 @@
 //! (which decides between the short and the long requeue). Writes go through these helpers so that
 //! none is forgotten in that bookkeeping.
 
-use std::cell::{Cell, RefCell};
+use std::{
+    cell::{Cell, RefCell},
+    time::Duration,
+};
 
 use k8s_openapi::{Metadata, Resource, api::core::v1::Pod, apimachinery::pkg::apis::meta::v1::ObjectMeta};
 use kuberay_crds::{RayCluster, constants::labels};
@@ -23,6 +26,9 @@ pub struct Failure {
     /// The host or the API server failed (retried with backoff), as opposed to a deliberate pause such
     /// as "unhealthy Pods were deleted, create their replacements next time".
     pub host_error: bool,
+    /// How soon a pause looks again when nothing else calls for it; `None`: the short requeue. For waits on
+    /// something outside the operator whose change comes as a watch event anyway (cert-manager issuing).
+    pub retry_after: Option<Duration>,
 }
 
 impl Failure {
@@ -31,6 +37,23 @@ impl Failure {
             replica_failure: None,
             message: message.into(),
             host_error: false,
+            retry_after: None,
+        }
+    }
+
+    /// A pause that looks again after `after` unless an event comes first.
+    pub fn wait(message: impl Into<String>, after: Duration) -> Self {
+        Self {
+            retry_after: Some(after),
+            ..Self::pause(message)
+        }
+    }
+
+    /// A failure retried with backoff that is not a Pod's (`ReplicaFailure`).
+    pub fn error(message: impl Into<String>) -> Self {
+        Self {
+            host_error: true,
+            ..Self::pause(message)
         }
     }
 
@@ -39,17 +62,14 @@ impl Failure {
             replica_failure: Some(reason),
             message: format!("{reason}\n{}", error.message()),
             host_error: true,
+            retry_after: None,
         }
     }
 }
 
 impl From<HostError> for Failure {
     fn from(error: HostError) -> Self {
-        Self {
-            replica_failure: None,
-            message: error.to_string(),
-            host_error: true,
-        }
+        Self::error(error.to_string())
     }
 }
 

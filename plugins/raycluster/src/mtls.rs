@@ -9,7 +9,10 @@
 //! `--enable-certificate-owner-ref` does that), and readiness is the Certificate's `Ready` condition at its
 //! current generation, which cert-manager sets only once the Secret holds the issued pair.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    time::Duration,
+};
 
 use k8s_openapi::{api::core::v1::Pod, apimachinery::pkg::apis::meta::v1::Time};
 use kuberay_crds::constants::labels as label_keys;
@@ -37,6 +40,9 @@ pub mod reason {
 
 /// KubeRay's event action of its mTLS controller.
 const RECONCILE: &str = "Reconcile";
+/// How long Pods waiting for their certificates wait before the next look, unless a Certificate's change
+/// (a watch event: it is a kind the plugin owns) comes first: KubeRay's mTLS controller's requeue.
+const WAIT_REQUEUE: Duration = Duration::from_secs(30);
 /// A certificate that expires sooner than this gets a Warning.
 const EXPIRY_WARNING_SECONDS: i64 = 24 * 3600;
 /// The message of a cluster that asks for TLS on an API server without cert-manager, as KubeRay words it.
@@ -374,12 +380,11 @@ pub fn ready_for_pods<H: Host>(ctx: &Ctx<'_, H>) -> Result<(), Failure> {
     if !tls::enabled(&ctx.cluster.spec, ctx.id.gates.mtls) {
         return Ok(());
     }
+    let wait = |why: &str| Failure::wait(format!("mTLS secrets not ready: {why}"), WAIT_REQUEUE);
     match not_issued(ctx) {
         Ok(None) => Ok(()),
-        Ok(Some(why)) => Err(Failure::pause(format!("mTLS secrets not ready: {why}"))),
-        Err(HostError::NotFound(_)) => {
-            Err(Failure::pause(format!("mTLS secrets not ready: {NOT_INSTALLED}")))
-        }
+        Ok(Some(why)) => Err(wait(&why)),
+        Err(HostError::NotFound(_)) => Err(wait(NOT_INSTALLED)),
         Err(e) => Err(e.into()),
     }
 }

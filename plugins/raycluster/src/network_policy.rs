@@ -299,11 +299,9 @@ fn create_or_update<H: Host>(ctx: &Ctx<'_, H>, desired: &NetworkPolicy) -> Resul
                  the collision"
             ),
         ));
-        return Err(Failure {
-            replica_failure: None,
-            message: format!("NetworkPolicy {key} already exists and is not owned by this RayCluster"),
-            host_error: true,
-        });
+        return Err(Failure::error(format!(
+            "NetworkPolicy {key} already exists and is not owned by this RayCluster"
+        )));
     }
     let mut wanted = desired.spec.clone().unwrap_or_default();
     default_protocols(&mut wanted);

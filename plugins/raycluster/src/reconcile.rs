@@ -123,13 +123,17 @@ pub fn reconcile<H: Host>(host: &H, request: Request) -> Result<Outcome, Reconci
 
     // A failure of the host or the API server (retried with backoff) wins over a deliberate pause.
     let failures: Vec<Failure> = [failure, isolation, pki.err()].into_iter().flatten().collect();
-    let paused = !failures.is_empty();
-    match failures.into_iter().find(|f| f.host_error) {
-        Some(f) => Err(ReconcileError::Transient(f.message)),
-        None if paused || status_written || ctx.wrote() || ctx.settling() => {
-            Ok(Outcome::requeue_after(SHORT_REQUEUE))
-        }
-        None => Ok(Outcome::requeue_after(long_requeue(&ctx.id.env))),
+    // A wait on something outside the operator (cert-manager) looks again later, unless this reconcile
+    // changed something or another pause calls for the short requeue.
+    let waits: Option<Vec<Duration>> = failures.iter().map(|f| f.retry_after).collect();
+    let wait = waits.and_then(|w| w.into_iter().max());
+    let busy = status_written || ctx.wrote() || ctx.settling();
+    match failures.iter().find(|f| f.host_error) {
+        Some(f) => Err(ReconcileError::Transient(f.message.clone())),
+        None if failures.is_empty() && !busy => Ok(Outcome::requeue_after(long_requeue(&ctx.id.env))),
+        None => Ok(Outcome::requeue_after(
+            wait.filter(|_| !busy).unwrap_or(SHORT_REQUEUE),
+        )),
     }
 }
 

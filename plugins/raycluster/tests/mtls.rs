@@ -444,3 +444,17 @@ fn a_label_another_manager_adds_to_a_certificate_does_not_make_it_rewritten() {
     assert!(!rewritten, "{:?}", host.writes());
     assert!(!event_reasons(&host).contains(&"MTLSCertificatesUpdated".to_string()));
 }
+
+/// While cert-manager has not issued the certificates, the cluster looks again after KubeRay's 30 s (a
+/// Certificate's change wakes it earlier: it is a kind the plugin owns), not every 2 s.
+#[test]
+fn a_cluster_waiting_for_cert_manager_looks_again_after_thirty_seconds() {
+    let host = tls_host(true);
+    // The first pass writes the PKI and the Services: soon again.
+    assert_eq!(reconcile(&host).unwrap().requeue_after, secs(2));
+    let waiting = reconcile(&host).unwrap();
+    assert_eq!(waiting.requeue_after, secs(30));
+    assert!(pods(&host).is_empty());
+    issue_all(&host);
+    assert_eq!(reconcile(&host).unwrap().requeue_after, secs(2), "Pods were created");
+}
