@@ -456,5 +456,9 @@ fn a_cluster_waiting_for_cert_manager_looks_again_after_thirty_seconds() {
     assert_eq!(waiting.requeue_after, secs(30));
     assert!(pods(&host).is_empty());
     issue_all(&host);
-    assert_eq!(reconcile(&host).unwrap().requeue_after, secs(2), "Pods were created");
+    assert_eq!(
+        reconcile(&host).unwrap().requeue_after,
+        secs(2),
+        "Pods were created"
+    );
 }
