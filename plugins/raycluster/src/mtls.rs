@@ -148,15 +148,11 @@ fn node_certificate<H: Host>(ctx: &Ctx<'_, H>, node: Node, ips: &[String]) -> Va
     }
     dns.sort();
     dns.dedup();
-    let component = match node {
-        Node::Head => "head-certificate",
-        Node::Worker => "worker-certificate",
-    };
     object(
         ctx,
         "Certificate",
         tls::certificate_name(&ctx.id.name, node),
-        component,
+        &format!("{}-certificate", node.name()),
         json!({
             "secretName": tls::secret_name(&ctx.id.name, node),
             "duration": "2160h0m0s",
@@ -169,15 +165,6 @@ fn node_certificate<H: Host>(ctx: &Ctx<'_, H>, node: Node, ips: &[String]) -> Va
     )
 }
 
-fn string_set(value: &Value) -> BTreeSet<&str> {
-    value
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect()
-}
-
 /// KubeRay's `certificateNeedsUpdate` and its label comparison: a label of ours is missing or different, or
 /// the DNS names or IP addresses differ as sets. (KubeRay replaces the labels; a server-side apply leaves other
 /// managers' labels alone, so only ours are compared.)
@@ -186,15 +173,18 @@ fn needs_update(existing: &Value, desired: &Value) -> bool {
     let labels_differ = ours
         .into_iter()
         .any(|(k, v)| existing["metadata"]["labels"][k] != *v);
-    let sans = |v: &Value, field: &str| -> BTreeSet<String> {
-        string_set(&v["spec"][field])
+    let set = |v: &Value, field: &str| -> BTreeSet<String> {
+        v["spec"][field]
+            .as_array()
             .into_iter()
-            .map(str::to_string)
+            .flatten()
+            .filter_map(|s| s.as_str().map(str::to_string))
             .collect()
     };
     labels_differ
-        || sans(existing, "dnsNames") != sans(desired, "dnsNames")
-        || sans(existing, "ipAddresses") != sans(desired, "ipAddresses")
+        || ["dnsNames", "ipAddresses"]
+            .into_iter()
+            .any(|field| set(existing, field) != set(desired, field))
 }
 
 /// Creates a node's Certificate, or applies the desired one where its labels or names changed; returns
@@ -211,14 +201,14 @@ fn node_step<H: Host>(ctx: &Ctx<'_, H>, node: Node) -> Result<bool, HostError> {
     }
     ctx.host.apply(&desired)?;
     ctx.mark_written();
-    let which = match node {
-        Node::Head => "head",
-        Node::Worker => "worker",
-    };
     ctx.event(Event::normal(
         reason::CERTIFICATES_UPDATED,
         action::UPDATE,
-        format!("Updated {which} certificate SANs (IPs: [{}])", ips.join(" ")),
+        format!(
+            "Updated {} certificate SANs (IPs: [{}])",
+            node.name(),
+            ips.join(" ")
+        ),
     ));
     Ok(true)
 }
@@ -334,16 +324,11 @@ pub fn reconcile<H: Host>(ctx: &Ctx<'_, H>) -> Result<Pki, Failure> {
     if !tls::enabled(&ctx.cluster.spec, ctx.id.gates.mtls) {
         return Ok(Pki::Off);
     }
-    match ctx
-        .host
-        .get(&issuer_kind(), &tls::self_signed_issuer_name(&ctx.id.name))
-    {
-        Err(HostError::NotFound(_)) => return Ok(Pki::NotInstalled),
-        Err(e) => return Err(e.into()),
-        Ok(_) => {}
-    }
     let wrote = match steps(ctx) {
         Ok(wrote) => wrote,
+        // The first step reads an Issuer: NotFound is the API server not serving cert-manager's kinds (an
+        // object that does not exist is `None`).
+        Err(("self-signed issuer", HostError::NotFound(_))) => return Ok(Pki::NotInstalled),
         Err((step, e)) => {
             ctx.event(Event::warning(
                 reason::FAILED_TO_RECONCILE,

@@ -10,19 +10,30 @@ mod common;
 use common::*;
 use kuberay_plugin_raycluster::mtls::{certificate_kind, issuer_kind};
 use kuberay_plugin_sdk::{
-    EventType, HostError, ReconcileError,
+    Event, EventType, HostError, ReconcileError,
     serde_json::{Value, json},
     testing::FakeHost,
 };
 
-/// The sample cluster with `tlsOptions.enabled`, the gate set as `on`.
-fn tls_host(on: bool) -> FakeHost {
-    let mut cluster = sample(1);
+/// The sample cluster (with `tlsOptions.enabled`) on the judged host, the gate set as `on`.
+fn gated(mut cluster: Value, on: bool) -> FakeHost {
     cluster["spec"]["tlsOptions"] = json!({"enabled": true});
     let host = host(cluster);
     let mut config = kuberay_plugin_sdk::Host::config(&host);
     config.insert("featureGates".into(), json!({"RayClusterMTLS": on}));
     host.with_config(Value::Object(config))
+}
+
+fn tls_host(on: bool) -> FakeHost {
+    gated(sample(1), on)
+}
+
+/// The first recorded event of `reason`.
+fn event(host: &FakeHost, reason: &str) -> Event {
+    host.events()
+        .into_iter()
+        .find(|e| e.reason == reason)
+        .unwrap_or_else(|| panic!("no {reason} event in {:?}", event_reasons(host)))
 }
 
 fn certificate(host: &FakeHost, name: &str) -> Value {
@@ -225,12 +236,8 @@ fn ray_pods_carry_kuberays_tls_settings() {
 #[test]
 fn the_autoscaler_sidecar_speaks_tls_too() {
     let mut cluster = sample(1);
-    cluster["spec"]["tlsOptions"] = json!({"enabled": true});
     cluster["spec"]["enableInTreeAutoscaling"] = json!(true);
-    let host = host(cluster);
-    let mut config = kuberay_plugin_sdk::Host::config(&host);
-    config.insert("featureGates".into(), json!({"RayClusterMTLS": true}));
-    let host = host.with_config(Value::Object(config));
+    let host = gated(cluster, true);
     reconcile(&host).unwrap();
     issue_all(&host);
     settle(&host, 3);
@@ -254,11 +261,7 @@ fn pod_ips_join_their_certificate_and_pods_wait_for_the_reissue() {
         certificate(&host, "ray-head-cert-raycluster-sample")["spec"]["ipAddresses"],
         json!(["10.0.0.7", "127.0.0.1"])
     );
-    let updated = host
-        .events()
-        .into_iter()
-        .find(|e| e.reason == "MTLSCertificatesUpdated")
-        .unwrap();
+    let updated = event(&host, "MTLSCertificatesUpdated");
     assert_eq!(
         updated.note,
         "Updated head certificate SANs (IPs: [10.0.0.7 127.0.0.1])"
@@ -292,11 +295,7 @@ fn without_cert_manager_the_cluster_is_refused_with_kuberays_message() {
         matches!(result, Err(ReconcileError::InvalidObject(_))),
         "{result:?}"
     );
-    let event = host
-        .events()
-        .into_iter()
-        .find(|e| e.reason == "InvalidRayClusterSpec")
-        .unwrap();
+    let event = event(&host, "InvalidRayClusterSpec");
     assert_eq!(
         event.note,
         "The RayCluster spec is invalid default/raycluster-sample: tlsOptions requires cert-manager, but \
@@ -313,11 +312,7 @@ fn with_the_gate_off_tls_options_are_refused_and_nothing_is_issued() {
         matches!(result, Err(ReconcileError::InvalidObject(_))),
         "{result:?}"
     );
-    let event = host
-        .events()
-        .into_iter()
-        .find(|e| e.reason == "InvalidRayClusterSpec")
-        .unwrap();
+    let event = event(&host, "InvalidRayClusterSpec");
     assert!(
         event
             .note
@@ -335,11 +330,7 @@ fn a_failed_step_is_reported_with_kuberays_event() {
     host.refuse_writes(certificate_kind(), Some(HostError::Forbidden("quota".into())));
     let result = reconcile(&host);
     assert!(matches!(result, Err(ReconcileError::Transient(_))), "{result:?}");
-    let failed = host
-        .events()
-        .into_iter()
-        .find(|e| e.reason == "MTLSFailedToReconcile")
-        .unwrap();
+    let failed = event(&host, "MTLSFailedToReconcile");
     assert_eq!(failed.event_type, EventType::Warning);
     assert!(
         failed
@@ -360,11 +351,7 @@ fn a_certificate_about_to_expire_is_warned_about() {
         c["status"]["notAfter"] = json!("2000-01-01T00:00:00Z");
     });
     reconcile(&host).unwrap();
-    let warning = host
-        .events()
-        .into_iter()
-        .find(|e| e.reason == "MTLSCertificateExpiringSoon")
-        .unwrap();
+    let warning = event(&host, "MTLSCertificateExpiringSoon");
     assert!(
         warning
             .note

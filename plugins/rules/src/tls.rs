@@ -40,10 +40,11 @@ pub enum Node {
 }
 
 impl Node {
-    fn prefix(self, head: &'static str, worker: &'static str) -> &'static str {
+    /// `head` or `worker`, as the names of its Certificate and Secret spell it.
+    pub fn name(self) -> &'static str {
         match self {
-            Node::Head => head,
-            Node::Worker => worker,
+            Node::Head => "head",
+            Node::Worker => "worker",
         }
     }
 }
@@ -62,15 +63,12 @@ pub fn ca_secret_name(cluster: &str, uid: &str) -> String {
 
 /// The Secret of a node's certificate (`ray-head-secret-<cluster>`, `ray-worker-secret-<cluster>`).
 pub fn secret_name(cluster: &str, node: Node) -> String {
-    format!(
-        "{}-{cluster}",
-        node.prefix("ray-head-secret", "ray-worker-secret")
-    )
+    format!("ray-{}-secret-{cluster}", node.name())
 }
 
 /// The Certificate of a node (`ray-head-cert-<cluster>`, `ray-worker-cert-<cluster>`).
 pub fn certificate_name(cluster: &str, node: Node) -> String {
-    format!("{}-{cluster}", node.prefix("ray-head-cert", "ray-worker-cert"))
+    format!("ray-{}-cert-{cluster}", node.name())
 }
 
 /// The self-signed Issuer that signs the CA.
