@@ -3,7 +3,9 @@
 use kuberay_core::{HostError, Kind};
 use serde_json::{Value, json};
 
-use super::{Admission, Cluster, forbidden, ownership::controlled_by, secrets::is_secret, str_at};
+use super::{
+    Admission, Cluster, certificates, each, forbidden, ownership::controlled_by, secrets::is_secret, str_at,
+};
 use crate::{
     HOST_CONDITION, Key, label_only,
     unchanged::{self, intent_hash, is_subset},
@@ -50,6 +52,24 @@ pub struct Admitted {
     pub send: ToSend,
     /// The intent's hash, remembered under this subresource once written (`kubernetes::unchanged`).
     pub remember: Option<(&'static str, u64)>,
+    /// The plugin may not read the object it writes (a Secret cert-manager issued): what it gets back is
+    /// [`conceal`]ed.
+    pub conceal: bool,
+}
+
+/// A Secret the plugin may write to but not read, without its content: no `data`, `stringData` or
+/// `kubectl.kubernetes.io/last-applied-configuration` annotation.
+pub fn conceal(object: &mut Value) {
+    if let Some(fields) = object.as_object_mut() {
+        fields.remove("data");
+        fields.remove("stringData");
+    }
+    if let Some(annotations) = object
+        .pointer_mut("/metadata/annotations")
+        .and_then(Value::as_object_mut)
+    {
+        annotations.remove("kubectl.kubernetes.io/last-applied-configuration");
+    }
 }
 
 /// The request an admitted write sends.
@@ -104,6 +124,7 @@ impl<C: Cluster> Admission<C> {
             name,
             send: ToSend::Create(object),
             remember: None,
+            conceal: false,
         })))
     }
 
@@ -119,6 +140,9 @@ impl<C: Cluster> Admission<C> {
             .cluster
             .read_live(&kind, &self.primary.namespace, &name)
             .await?;
+        if is_secret(&kind) && certificates::names_foreign_owner(&object, &self.primary.uid) {
+            return self.admit_secret_owner(kind, name, &object, live).await;
+        }
         let delegate = self.delegate(&object).await?;
         if let Some(current) = live.as_ref()
             && !controlled_by(current, &self.primary.uid)
@@ -155,6 +179,7 @@ impl<C: Cluster> Admission<C> {
             name,
             send,
             remember: Some((unchanged::OBJECT, hash)),
+            conceal: false,
         })))
     }
 
@@ -197,6 +222,56 @@ impl<C: Cluster> Admission<C> {
             name,
             send: ToSend::Apply(intent),
             remember: Some((unchanged::LABELS, hash)),
+            conceal: false,
+        })))
+    }
+
+    /// The one write a plugin makes to a Secret it neither controls nor may read: KubeRay's owner reference
+    /// from a Secret cert-manager issued to its Certificate (see `certificates.rs`), added with the live
+    /// Secret's uid; skipped when the Secret already has an owner reference with that uid.
+    async fn admit_secret_owner(
+        &self,
+        kind: Kind,
+        name: String,
+        object: &Value,
+        live: Option<Value>,
+    ) -> Result<Decision, HostError> {
+        let reference = self
+            .certificate_secret_owner(&name, object, live.as_ref())
+            .await?;
+        let Some(mut current) = live else {
+            return Err(HostError::Internal(format!(
+                "Secret {name} was judged without being read"
+            )));
+        };
+        let uid = str_at(&current, "/metadata/uid")
+            .ok_or_else(|| HostError::Internal(format!("{kind} {name} has no uid")))?
+            .to_string();
+        conceal(&mut current);
+        let owner = str_at(&reference, "/uid");
+        if each(&current, "/metadata/ownerReferences").any(|r| str_at(r, "/uid") == owner) {
+            return Ok(Decision::Unchanged {
+                verb: "apply",
+                current: Some(current),
+            });
+        }
+        let intent = json!({
+            "apiVersion": kind.api_version(),
+            "kind": kind.kind,
+            "metadata": {
+                "name": name,
+                "namespace": self.primary.namespace,
+                "uid": uid,
+                "ownerReferences": [reference],
+            },
+        });
+        Ok(Decision::Write(Box::new(Admitted {
+            verb: "apply",
+            kind,
+            name,
+            send: ToSend::Apply(intent),
+            remember: None,
+            conceal: true,
         })))
     }
 
@@ -233,6 +308,7 @@ impl<C: Cluster> Admission<C> {
             name,
             send: ToSend::Status(intent),
             remember: Some((unchanged::STATUS, hash)),
+            conceal: false,
         })))
     }
 
@@ -270,6 +346,7 @@ impl<C: Cluster> Admission<C> {
             name,
             send: ToSend::Delete { uid: current_uid },
             remember: None,
+            conceal: false,
         })))
     }
 
@@ -305,6 +382,7 @@ impl<C: Cluster> Admission<C> {
             name: self.primary.name.clone(),
             send: ToSend::Merge(patch),
             remember: None,
+            conceal: false,
         })))
     }
 }

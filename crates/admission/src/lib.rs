@@ -58,7 +58,7 @@ use serde_json::Value;
 use tokio::sync::OnceCell;
 
 pub use cluster::Cluster;
-pub use intents::{Admitted, Decision, Intent, ToSend};
+pub use intents::{Admitted, Decision, Intent, ToSend, conceal};
 pub use secrets::is_secret;
 
 use self::provenance::Request;

@@ -32,6 +32,7 @@ impl Commit for Admission {
             name,
             send,
             remember,
+            conceal,
         } = match decision {
             Decision::Unchanged { verb, current } => {
                 self.cluster().metrics().write(self.plugin(), verb, false);
@@ -73,6 +74,10 @@ impl Commit for Admission {
             self.cluster().applied.record(key.clone(), subresource, hash);
         }
         self.cluster().overlay.record_write(key, written.clone());
+        let mut written = written;
+        if conceal {
+            kuberay_admission::conceal(&mut written);
+        }
         Ok(Some(written))
     }
 }

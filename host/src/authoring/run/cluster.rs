@@ -169,7 +169,13 @@ impl MemoryCluster {
     /// Writes what admission decided in `namespace`, as the API server would; the object as written (or as
     /// it already was), if any.
     pub(crate) fn commit(&self, namespace: &str, decision: Decision) -> HostResult<Option<Value>> {
-        let Admitted { kind, name, send, .. } = match decision {
+        let Admitted {
+            kind,
+            name,
+            send,
+            conceal,
+            ..
+        } = match decision {
             Decision::Unchanged { current, .. } => return Ok(current),
             Decision::Write(admitted) => *admitted,
         };
@@ -218,7 +224,11 @@ impl MemoryCluster {
                 };
                 merge(live, intent);
                 self.bump(live);
-                Ok(Some(live.clone()))
+                let mut written = live.clone();
+                if conceal {
+                    kuberay_admission::conceal(&mut written);
+                }
+                Ok(Some(written))
             }
             ToSend::Status(intent) => {
                 let key = Self::key(&kind, namespace, &name);
@@ -407,6 +417,7 @@ mod tests {
                 name: name.into(),
                 send: ToSend::Delete { uid: None },
                 remember: None,
+                conceal: false,
             }))
         };
         cluster.commit("ns", delete("parent")).unwrap();
@@ -428,6 +439,7 @@ mod tests {
                 name: String::new(),
                 send: ToSend::Create(object),
                 remember: None,
+                conceal: false,
             }))
         };
         let made = cluster

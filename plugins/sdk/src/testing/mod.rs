@@ -490,6 +490,59 @@ impl FakeHost {
         Ok((kind, object))
     }
 
+    /// An owner reference added to a Secret cert-manager issued (the only write naming another owner that
+    /// admission lets through for a Secret), as the host makes it: merged into the stored Secret, which comes
+    /// back without its content; `None` if `object` is no such write. A Secret not stored is `NotFound`.
+    fn apply_secret_owner(&self, object: &Value) -> Result<Option<Value>, HostError> {
+        let (Some(kind), Some(name)) = (
+            Kind::of_object(object),
+            object.pointer("/metadata/name").and_then(Value::as_str),
+        ) else {
+            return Ok(None);
+        };
+        let primary = self.primary_uid();
+        let references = object
+            .pointer("/metadata/ownerReferences")
+            .and_then(Value::as_array);
+        let foreign = references.is_some_and(|refs| {
+            refs.iter()
+                .any(|r| r.get("uid").and_then(Value::as_str) != Some(primary.as_str()))
+        });
+        if !kuberay_admission::is_secret(&kind) || !foreign {
+            return Ok(None);
+        }
+        let key = (kind.clone(), name.to_string());
+        let mut objects = self.objects.borrow_mut();
+        let stored = objects
+            .get_mut(&key)
+            .ok_or_else(|| HostError::NotFound(format!("Secret {name} does not exist (yet)")))?;
+        let live = stored
+            .pointer_mut("/metadata")
+            .and_then(Value::as_object_mut)
+            .ok_or_else(|| HostError::Invalid(format!("Secret {name} without metadata")))?
+            .entry("ownerReferences")
+            .or_insert_with(|| json!([]));
+        let mut added = false;
+        if let Some(live) = live.as_array_mut() {
+            for reference in references.into_iter().flatten() {
+                if !live.iter().any(|r| r.get("uid") == reference.get("uid")) {
+                    live.push(reference.clone());
+                    added = true;
+                }
+            }
+        }
+        let mut written = stored.clone();
+        drop(objects);
+        kuberay_admission::conceal(&mut written);
+        // Like the host, a reference already there is no write.
+        if added {
+            self.writes
+                .borrow_mut()
+                .push(Write::Apply(kind, name.to_string()));
+        }
+        Ok(Some(written))
+    }
+
     /// A label-only apply to an object controlled by an object the reconciled object controls, as the host
     /// makes it (the labels merged in, no owner reference), or `None` if `object` names no such object.
     fn apply_to_grandchild(&self, object: &Value) -> Result<Option<Value>, HostError> {
@@ -708,6 +761,9 @@ impl Host for FakeHost {
                     object: object.clone(),
                 }
             })?;
+        }
+        if let Some(applied) = self.apply_secret_owner(object)? {
+            return Ok(applied);
         }
         if let Some(applied) = self.apply_to_grandchild(object)? {
             return Ok(applied);
