@@ -51,7 +51,7 @@ var enabled = []string{
 
 func main() {
 	kubeconfig := flag.String("kubeconfig", "", "the kubeconfig of the API server")
-	ownerRef := flag.Bool("enable-certificate-owner-ref", true,
+	ownerRef := flag.Bool("enable-certificate-owner-ref", false,
 		"give each issued Secret an owner reference to its Certificate (cert-manager's flag of that name)")
 	workers := flag.Int("concurrent-workers", 5, "workers per controller")
 	klog.InitFlags(nil)

@@ -173,6 +173,39 @@ async fn kuberays_mtls_sample_gets_certificates_cert_manager_issues_for_its_pods
         assert_eq!(ips, expected, "{node} certificate");
     }
 
+    // Each issued Secret has KubeRay's owner reference to its Certificate (cert-manager here runs without
+    // `--enable-certificate-owner-ref`, so it is the operator's): not a controller reference.
+    for certificate in [
+        "ray-ca-certificate-raycluster-mtls".to_string(),
+        format!("ray-head-cert-{CLUSTER}"),
+        format!("ray-worker-cert-{CLUSTER}"),
+    ] {
+        let issued = value(&certificates.get(&certificate).await.unwrap());
+        let secret_name = issued["spec"]["secretName"].as_str().unwrap().to_string();
+        let expected = (
+            issued["metadata"]["uid"].as_str().map(str::to_string),
+            Some(certificate.clone()),
+        );
+        let owner = eventually(
+            &format!("Secret {secret_name} to be owned by Certificate {certificate}"),
+            Duration::from_secs(30),
+            || async {
+                let secret = serde_json::to_value(secrets.get(&secret_name).await.ok()?).ok()?;
+                let refs = secret["metadata"]["ownerReferences"].as_array()?.clone();
+                refs.into_iter().find(|r| {
+                    (
+                        r["uid"].as_str().map(str::to_string),
+                        r["name"].as_str().map(str::to_string),
+                    ) == expected
+                })
+            },
+        )
+        .await;
+        assert_eq!(owner["kind"], "Certificate");
+        assert_eq!(owner["apiVersion"], "cert-manager.io/v1");
+        assert_ne!(owner["controller"], true, "{owner}");
+    }
+
     let events: Api<Event> = Api::namespaced(client.clone(), ns.name());
     eventually("the MTLSPKIReady event", Duration::from_secs(30), || async {
         let list = events.list(&ListParams::default()).await.ok()?;

@@ -72,8 +72,9 @@ impl Plugin for RayClusterPlugin {
             (Kind::of::<Job>(), vec![Get, List, Apply]),
             // The embedded GCS store's claim, only with the GCSFaultToleranceEmbeddedStorage gate on.
             (Kind::of::<PersistentVolumeClaim>(), vec![Get, Create]),
-            // Only for `authOptions.mode: token` without `secretName`: the generated token.
-            (Kind::of::<Secret>(), vec![Get, Create]),
+            // The generated token of `authOptions.mode: token` without `secretName` (created), and the owner
+            // reference of a Secret cert-manager issued for `tlsOptions` to its Certificate (applied).
+            (Kind::of::<Secret>(), vec![Get, Create, Apply]),
             // The PodGroups of `batchScheduler: volcano` and `scheduler-plugins` (the operator takes them out of
             // its policy unless it runs with that scheduler).
             (volcano::kind(), vec![Get, Create, Apply]),

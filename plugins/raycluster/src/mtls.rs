@@ -4,10 +4,11 @@
 //! with it). The node certificates name their Pods' IPs and are updated as Pods come and go; Pods are only
 //! created once both are issued at their current generation ([`ready_for_pods`]).
 //!
-//! Where this differs from KubeRay (docs/operator.md): the plugin neither reads nor writes the Secrets
-//! cert-manager issues (KubeRay adds an owner reference to its Certificate to each; here cert-manager's own
-//! `--enable-certificate-owner-ref` does that), and readiness is the Certificate's `Ready` condition at its
-//! current generation, which cert-manager sets only once the Secret holds the issued pair.
+//! As KubeRay does, each Secret cert-manager issues gets an owner reference to its Certificate (not a
+//! controller one), so it goes with the cluster whether or not cert-manager runs with
+//! `--enable-certificate-owner-ref`; that is the one write the host lets a plugin make to a Secret it does
+//! not control, and what comes back has no keys in it. Readiness is the Certificate's `Ready` condition at
+//! its current generation, which cert-manager sets only once the Secret holds the issued pair.
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -244,14 +245,58 @@ fn steps<H: Host>(ctx: &Ctx<'_, H>) -> Result<bool, (&'static str, HostError)> {
         json!({"selfSigned": {}}),
     );
     let mut wrote = create_once(ctx, &issuer_kind(), &self_signed).map_err(|e| ("self-signed issuer", e))?;
-    wrote |=
-        create_once(ctx, &certificate_kind(), &ca_certificate(ctx)).map_err(|e| ("CA certificate", e))?;
+    let ca_certificate = ca_certificate(ctx);
+    wrote |= create_once(ctx, &certificate_kind(), &ca_certificate).map_err(|e| ("CA certificate", e))?;
+    own_secret(ctx, &tls::ca_certificate_name(name)).map_err(|e| ("CA secret owner reference", e))?;
     let ca = json!({"ca": {"secretName": tls::ca_secret_name(name, &ctx.id.uid)}});
     let ca_issuer = object(ctx, "Issuer", tls::ca_issuer_name(name), "ca-issuer", ca);
     wrote |= create_once(ctx, &issuer_kind(), &ca_issuer).map_err(|e| ("CA issuer", e))?;
-    wrote |= node_step(ctx, Node::Head).map_err(|e| ("head certificate", e))?;
-    wrote |= node_step(ctx, Node::Worker).map_err(|e| ("worker certificate", e))?;
+    for (node, step, secret_step) in [
+        (Node::Head, "head certificate", "head secret owner reference"),
+        (
+            Node::Worker,
+            "worker certificate",
+            "worker secret owner reference",
+        ),
+    ] {
+        wrote |= node_step(ctx, node).map_err(|e| (step, e))?;
+        own_secret(ctx, &tls::certificate_name(name, node)).map_err(|e| (secret_step, e))?;
+    }
     Ok(wrote)
+}
+
+/// KubeRay's `ensureSecretOwnedByCertificate`: the Secret the Certificate `certificate` was issued into gets
+/// an owner reference to it (no controller), so the Secret goes when the Certificate does. Nothing to do
+/// before the Certificate is stored or cert-manager has made its Secret; the host skips a reference that is
+/// already there.
+fn own_secret<H: Host>(ctx: &Ctx<'_, H>, certificate: &str) -> Result<(), HostError> {
+    let Some(found) = ctx.host.get(&certificate_kind(), certificate)? else {
+        return Ok(());
+    };
+    let (Some(uid), Some(secret)) = (
+        found["metadata"]["uid"].as_str(),
+        found["spec"]["secretName"].as_str(),
+    ) else {
+        return Ok(());
+    };
+    let reference = json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": secret,
+            "namespace": ctx.id.namespace,
+            "ownerReferences": [{
+                "apiVersion": CERT_MANAGER_API_VERSION,
+                "kind": "Certificate",
+                "name": certificate,
+                "uid": uid,
+            }],
+        },
+    });
+    match ctx.host.apply(&reference) {
+        Ok(_) | Err(HostError::NotFound(_)) => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 /// KubeRay's `isCertificateReady`: `Ready=True` observed at the Certificate's current generation.

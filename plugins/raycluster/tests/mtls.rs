@@ -15,9 +15,13 @@ use kuberay_plugin_sdk::{
     testing::FakeHost,
 };
 
+const UID: &str = "3f2a9c1e-7b4d-4e8a-9c2f-1a2b3c4d5e6f";
+
 /// The sample cluster (with `tlsOptions.enabled`) on the judged host, the gate set as `on`.
 fn gated(mut cluster: Value, on: bool) -> FakeHost {
     cluster["spec"]["tlsOptions"] = json!({"enabled": true});
+    // A uid as the API server makes them: its first 8 characters name the CA's Secret.
+    cluster["metadata"]["uid"] = json!(UID);
     let host = host(cluster);
     let mut config = kuberay_plugin_sdk::Host::config(&host);
     config.insert("featureGates".into(), json!({"RayClusterMTLS": on}));
@@ -120,7 +124,7 @@ fn the_cluster_gets_kuberays_pki_and_no_pod_before_it_is_issued() {
     assert_eq!(
         ca["spec"],
         json!({
-            "secretName": "raycluster-sample-ca-secret-cluster-",
+            "secretName": "raycluster-sample-ca-secret-3f2a9c1e",
             "isCA": true,
             "commonName": "ray-ca-raycluster-sample",
             "privateKey": {"algorithm": "RSA", "size": 4096},
@@ -130,7 +134,7 @@ fn the_cluster_gets_kuberays_pki_and_no_pod_before_it_is_issued() {
             "issuerRef": {"name": "ray-selfsigned-issuer-raycluster-sample", "kind": "Issuer", "group": "cert-manager.io"}
         })
     );
-    assert_eq!(ca["metadata"]["ownerReferences"][0]["uid"], "cluster-uid");
+    assert_eq!(ca["metadata"]["ownerReferences"][0]["uid"], UID);
     assert_eq!(ca["metadata"]["ownerReferences"][0]["controller"], true);
     assert_eq!(
         ca["metadata"]["labels"],
@@ -447,5 +451,157 @@ fn a_cluster_waiting_for_cert_manager_looks_again_after_thirty_seconds() {
         reconcile(&host).unwrap().requeue_after,
         secs(2),
         "Pods were created"
+    );
+}
+
+fn secret_kind() -> kuberay_plugin_sdk::Kind {
+    kuberay_plugin_sdk::Kind::new("", "v1", "Secret")
+}
+
+/// Plays cert-manager writing the key pairs: each Certificate's Secret, annotated with its name, no owner
+/// reference (cert-manager's default `--enable-certificate-owner-ref=false`).
+fn issue_secrets(host: &FakeHost) {
+    for cert in host.objects(&certificate_kind()) {
+        host.insert(json!({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": cert["spec"]["secretName"], "namespace": NS,
+                         "annotations": {"cert-manager.io/certificate-name": name(&cert)}},
+            "type": "kubernetes.io/tls",
+            "data": {"tls.crt": "Y2VydA==", "tls.key": "a2V5", "ca.crt": "Y2E="}
+        }));
+    }
+}
+
+fn secret(host: &FakeHost, name: &str) -> Value {
+    host.objects(&secret_kind())
+        .into_iter()
+        .find(|s| s["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("no Secret {name}"))
+}
+
+fn secret_writes(host: &FakeHost) -> Vec<String> {
+    host.writes()
+        .into_iter()
+        .filter_map(|w| match w {
+            kuberay_plugin_sdk::testing::Write::Apply(k, name) if k == secret_kind() => Some(name),
+            _ => None,
+        })
+        .collect()
+}
+
+/// KubeRay's `ensureSecretOwnedByCertificate`: once cert-manager has made a Secret, it gets a (non-controller)
+/// owner reference to its Certificate, once; before that there is nothing to do and nothing fails.
+#[test]
+fn each_issued_secret_gets_kuberays_owner_reference_to_its_certificate() {
+    let host = tls_host(true);
+    reconcile(&host).unwrap();
+    assert!(secret_writes(&host).is_empty(), "{:?}", host.writes());
+    issue_all(&host);
+    issue_secrets(&host);
+    host.clear_writes();
+    reconcile(&host).unwrap();
+    let mut written = secret_writes(&host);
+    written.sort();
+    let mut expected = vec![
+        format!("raycluster-sample-ca-secret-{}", &UID[..8]),
+        "ray-head-secret-raycluster-sample".to_string(),
+        "ray-worker-secret-raycluster-sample".to_string(),
+    ];
+    expected.sort();
+    assert_eq!(written, expected);
+    for cert in host.objects(&certificate_kind()) {
+        let stored = secret(&host, cert["spec"]["secretName"].as_str().unwrap());
+        assert_eq!(
+            stored["metadata"]["ownerReferences"],
+            json!([{"apiVersion": "cert-manager.io/v1", "kind": "Certificate", "name": name(&cert),
+                    "uid": cert["metadata"]["uid"]}])
+        );
+        assert_eq!(stored["data"]["tls.key"], "a2V5", "the key pair is left alone");
+    }
+    host.clear_writes();
+    reconcile(&host).unwrap();
+    assert!(secret_writes(&host).is_empty(), "{:?}", host.writes());
+}
+
+/// A hostile plugin with the same grant: the owner reference is the only write to a Secret it does not
+/// control, and only KubeRay's: to a Secret cert-manager issued for a Certificate of its cluster that names
+/// it. Anything else would let a plugin have someone's Secret collected (or rewritten), and the Secret comes
+/// back without its keys.
+#[test]
+fn an_owner_reference_cannot_take_another_secret_nor_carry_more() {
+    use kuberay_plugin_sdk::Host;
+    let host = tls_host(true);
+    reconcile(&host).unwrap();
+    issue_all(&host);
+    issue_secrets(&host);
+    host.insert(json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "db-password", "namespace": NS},
+        "data": {"password": "c2VjcmV0"}
+    }));
+    let head = certificate(&host, "ray-head-cert-raycluster-sample");
+    let reference = |certificate: &Value| {
+        json!({"apiVersion": "cert-manager.io/v1", "kind": "Certificate", "name": name(certificate),
+               "uid": certificate["metadata"]["uid"]})
+    };
+    let owned = |secret: &str, reference: Value| {
+        json!({"apiVersion": "v1", "kind": "Secret",
+               "metadata": {"name": secret, "namespace": NS, "ownerReferences": [reference]}})
+    };
+    let refused = |object: Value, why: &str| {
+        let e = host.apply(&object).unwrap_err();
+        assert!(matches!(e, HostError::Forbidden(_)), "{e:?}");
+        assert!(e.message().contains(why), "{why}: {}", e.message());
+    };
+    refused(owned("db-password", reference(&head)), "is not issued into it");
+    let mut controller = reference(&head);
+    controller["controller"] = json!(true);
+    refused(
+        owned("ray-head-secret-raycluster-sample", controller),
+        "without controller",
+    );
+    let mut more = owned("ray-head-secret-raycluster-sample", reference(&head));
+    more["data"] = json!({"tls.key": "Zm9yZ2Vk"});
+    refused(more, "may carry metadata.name");
+    let mut labelled = owned("ray-head-secret-raycluster-sample", reference(&head));
+    labelled["metadata"]["labels"] = json!({"a": "b"});
+    refused(labelled, "may carry metadata.name");
+    // Another cluster's Certificate, issued into a Secret of that name.
+    host.insert(json!({
+        "apiVersion": "cert-manager.io/v1", "kind": "Certificate",
+        "metadata": {"name": "ray-head-cert-other", "namespace": NS, "uid": "other-cert",
+                     "ownerReferences": [{"apiVersion": "ray.io/v1", "kind": "RayCluster", "name": "other",
+                                          "uid": "other-uid", "controller": true}]},
+        "spec": {"secretName": "db-password"}
+    }));
+    refused(
+        owned(
+            "db-password",
+            json!({"apiVersion": "cert-manager.io/v1", "kind": "Certificate",
+                                    "name": "ray-head-cert-other", "uid": "other-cert"}),
+        ),
+        "is not one",
+    );
+    // A Secret cert-manager did not issue for that Certificate, though the Certificate names it.
+    host.update(&secret_kind(), "ray-head-secret-raycluster-sample", |s| {
+        s["metadata"]["annotations"] = json!({});
+    });
+    refused(
+        owned("ray-head-secret-raycluster-sample", reference(&head)),
+        "cert-manager did not issue it",
+    );
+    assert_eq!(
+        secret(&host, "db-password")["metadata"].get("ownerReferences"),
+        None
+    );
+    // KubeRay's write goes through, and what comes back has no keys in it.
+    let worker = certificate(&host, "ray-worker-cert-raycluster-sample");
+    let back = host
+        .apply(&owned("ray-worker-secret-raycluster-sample", reference(&worker)))
+        .unwrap();
+    assert_eq!(back.get("data"), None, "{back}");
+    assert_eq!(
+        back["metadata"]["ownerReferences"][0]["uid"],
+        worker["metadata"]["uid"]
     );
 }

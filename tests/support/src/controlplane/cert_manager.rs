@@ -2,8 +2,9 @@
 //! (`.local/bin/cert-manager-controller`, both made by `tests/cert-manager/build.sh`, part of `make
 //! control-plane`) running as the admin, as a cluster with cert-manager installed has them. They issue the
 //! certificates of RayClusters with `tlsOptions` (KubeRay's RayClusterMTLS gate): self-signed and CA Issuers,
-//! key pairs in Secrets, `Ready` conditions. Issued Secrets get an owner reference to their Certificate
-//! (cert-manager's `--enable-certificate-owner-ref`), so they go with their cluster.
+//! key pairs in Secrets, `Ready` conditions. It runs with cert-manager's default
+//! `--enable-certificate-owner-ref=false`, so an issued Secret's owner reference to its Certificate is the
+//! operator's (KubeRay's and ours add it).
 
 use std::path::Path;
 
@@ -36,7 +37,7 @@ pub(super) async fn start(
     let mut command = Command::new(binary);
     command.args([
         format!("--kubeconfig={}", kubeconfig.display()),
-        "--enable-certificate-owner-ref=true".to_string(),
+        "--enable-certificate-owner-ref=false".to_string(),
         "--v=1".to_string(),
     ]);
     ManagedProcess::spawn("cert-manager", command, &logs.join("cert-manager.log"))
