@@ -9,7 +9,10 @@
 //!   held the request; only with a rate limit, as in client-go;
 //! - `rest_client_request_size_bytes` and `rest_client_response_size_bytes` (verb, host): the body's length
 //!   when it is known before it is sent or read (a request's buffered body, a response's `Content-Length`),
-//!   as client-go observes `ContentLength`; a watch's streamed response is not observed.
+//!   as client-go observes `ContentLength`; a watch's streamed response is not observed;
+//! - `rest_client_request_retries_total` (code, verb, host): each retry of a request the API server answered
+//!   429, 503 or 504 (kube's server-aware retry policy, [`RestClientMetrics::retry_layer`]), by the code that
+//!   made it retry. Every attempt is a request of its own in the families above, as in client-go.
 //!
 //! `host` is the API server's `host:port` (the request's own when its URI has one).
 
@@ -21,12 +24,16 @@ use std::{
 };
 
 use http_body::Body;
+use kube::client::retry::RetryPolicy;
 use prometheus_client::{
     encoding::EncodeLabelSet,
     metrics::{counter::Counter, family::Family, histogram::Histogram},
     registry::Registry,
 };
-use tower::{Layer, Service};
+use tower::{
+    BoxError, Layer, Service,
+    retry::{Policy, RetryLayer},
+};
 
 /// How long a client-side rate limit held a request: the rate limiter puts it in the request's extensions,
 /// and the metrics layer (inside it) observes it.
@@ -37,6 +44,13 @@ pub(crate) struct RateLimitWait(pub(crate) Duration);
 struct RequestLabels {
     code: String,
     method: String,
+    host: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RetryLabels {
+    code: String,
+    verb: String,
     host: String,
 }
 
@@ -74,6 +88,7 @@ type Histograms = Family<LatencyLabels, Histogram>;
 #[derive(Clone, Debug)]
 pub struct RestClientMetrics {
     requests: Family<RequestLabels, Counter>,
+    retries: Family<RetryLabels, Counter>,
     latency: Histograms,
     rate_limiter: Histograms,
     request_size: Histograms,
@@ -86,6 +101,7 @@ impl Default for RestClientMetrics {
         let size = || Family::new_with_constructor(size_buckets as fn() -> Histogram);
         Self {
             requests: Family::default(),
+            retries: Family::default(),
             latency: latency(),
             rate_limiter: latency(),
             request_size: size(),
@@ -101,6 +117,11 @@ impl RestClientMetrics {
             "rest_client_requests",
             "Number of HTTP requests, partitioned by status code, method, and host",
             self.requests.clone(),
+        );
+        registry.register(
+            "rest_client_request_retries",
+            "Number of request retries, partitioned by status code, verb, and host",
+            self.retries.clone(),
         );
         registry.register(
             "rest_client_request_duration_seconds",
@@ -155,6 +176,18 @@ impl RestClientMetrics {
         }
     }
 
+    /// kube's server-aware retry (a request the API server answered 429, 503 or 504 is sent again, after
+    /// its `Retry-After` or an exponential backoff, at most 15 times), each retry counted. It goes outside
+    /// [`Self::layer`] and the rate limit, so that every attempt is measured and waits for the limit, as in
+    /// client-go; the client it wraps must not retry itself (`kube::Config::default_retry` off).
+    pub(crate) fn retry_layer(&self, host: String) -> RetryLayer<CountedRetry> {
+        RetryLayer::new(CountedRetry {
+            policy: RetryPolicy::server_retry(),
+            metrics: self.clone(),
+            host,
+        })
+    }
+
     /// A tower layer recording each request of the services it wraps, which send to the API server at
     /// `host` (`host:port`, the label of a request whose URI is only a path, as kube's are until its
     /// innermost layers make them absolute).
@@ -200,6 +233,54 @@ pub(crate) struct Measured<S> {
     host: String,
 }
 
+/// The `host:port` a request to `uri` goes to: its own, or `default` for a URI that is only a path.
+fn host_of(uri: &http::Uri, default: &str) -> String {
+    match (uri.host(), uri.port_u16()) {
+        (Some(host), Some(port)) => format!("{host}:{port}"),
+        (Some(host), None) => host.to_string(),
+        (None, _) => default.to_string(),
+    }
+}
+
+/// kube's retry policy, each retry counted into `rest_client_request_retries_total`
+/// ([`RestClientMetrics::retry_layer`]).
+#[derive(Clone)]
+pub(crate) struct CountedRetry {
+    policy: RetryPolicy,
+    metrics: RestClientMetrics,
+    host: String,
+}
+
+impl<R> Policy<http::Request<kube::client::Body>, http::Response<R>, BoxError> for CountedRetry {
+    type Future =
+        <RetryPolicy as Policy<http::Request<kube::client::Body>, http::Response<R>, BoxError>>::Future;
+
+    fn retry(
+        &mut self,
+        request: &mut http::Request<kube::client::Body>,
+        result: &mut Result<http::Response<R>, BoxError>,
+    ) -> Option<Self::Future> {
+        let code = result.as_ref().map(|r| r.status().as_u16()).ok()?;
+        let wait = self.policy.retry(request, result)?;
+        self.metrics
+            .retries
+            .get_or_create(&RetryLabels {
+                code: code.to_string(),
+                verb: request.method().as_str().to_string(),
+                host: host_of(request.uri(), &self.host),
+            })
+            .inc();
+        Some(wait)
+    }
+
+    fn clone_request(
+        &mut self,
+        request: &http::Request<kube::client::Body>,
+    ) -> Option<http::Request<kube::client::Body>> {
+        <RetryPolicy as Policy<_, http::Response<R>, BoxError>>::clone_request(&mut self.policy, request)
+    }
+}
+
 /// The `Content-Length` of `response`, when it has a valid one.
 fn content_length<R>(response: &http::Response<R>) -> Option<u64> {
     response
@@ -226,16 +307,10 @@ where
     }
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        let uri = request.uri();
-        let host = match (uri.host(), uri.port_u16()) {
-            (Some(host), Some(port)) => format!("{host}:{port}"),
-            (Some(host), None) => host.to_string(),
-            (None, _) => self.host.clone(),
-        };
         let sent = Sent {
             labels: LatencyLabels {
                 verb: request.method().as_str().to_string(),
-                host,
+                host: host_of(request.uri(), &self.host),
             },
             size: request.body().size_hint().exact(),
             waited: request.extensions().get::<RateLimitWait>().copied(),
@@ -325,5 +400,70 @@ mod tests {
         ] {
             assert!(!text.contains(absent), "{absent} in {text}");
         }
+    }
+
+    /// Answers each request with the next status of `statuses` (200 once they run out).
+    fn scripted(
+        statuses: &[u16],
+    ) -> impl Service<
+        http::Request<kube::client::Body>,
+        Response = http::Response<()>,
+        Error = BoxError,
+        Future = impl Send,
+    > + Clone {
+        let statuses = std::sync::Arc::new(std::sync::Mutex::new(statuses.to_vec()));
+        service_fn(move |_request: http::Request<kube::client::Body>| {
+            let status = statuses
+                .lock()
+                .map(|mut s| if s.is_empty() { 200 } else { s.remove(0) })
+                .unwrap_or(200);
+            async move {
+                Ok::<_, BoxError>(
+                    http::Response::builder()
+                        .status(status)
+                        .body(())
+                        .unwrap_or_default(),
+                )
+            }
+        })
+    }
+
+    #[tokio::test]
+    async fn a_retry_is_counted_by_the_code_that_made_it_and_each_attempt_is_a_request() {
+        let metrics = RestClientMetrics::default();
+        let mut registry = Registry::default();
+        metrics.register(&mut registry);
+        let host = "10.0.0.1:6443".to_string();
+        let retry = metrics.retry_layer(host.clone());
+        let measured = metrics.layer(host);
+        let get = || {
+            http::Request::get("/api/v1/pods")
+                .body(kube::client::Body::empty())
+                .unwrap()
+        };
+        // 503, then 429, then 200: two retries.
+        let mut service = retry.layer(measured.layer(scripted(&[503, 429])));
+        let response = service.ready().await.unwrap().call(get()).await.unwrap();
+        assert_eq!(response.status(), 200);
+        // 500 is not a code kube retries: one attempt, no retry.
+        let mut service = retry.layer(measured.layer(scripted(&[500])));
+        let response = service.ready().await.unwrap().call(get()).await.unwrap();
+        assert_eq!(response.status(), 500);
+
+        let text = encoded(&registry);
+        for series in [
+            r#"rest_client_request_retries_total{code="503",verb="GET",host="10.0.0.1:6443"} 1"#,
+            r#"rest_client_request_retries_total{code="429",verb="GET",host="10.0.0.1:6443"} 1"#,
+            r#"rest_client_requests_total{code="503",method="GET",host="10.0.0.1:6443"} 1"#,
+            r#"rest_client_requests_total{code="429",method="GET",host="10.0.0.1:6443"} 1"#,
+            r#"rest_client_requests_total{code="200",method="GET",host="10.0.0.1:6443"} 1"#,
+            r#"rest_client_requests_total{code="500",method="GET",host="10.0.0.1:6443"} 1"#,
+        ] {
+            assert!(text.contains(series), "{series} missing in {text}");
+        }
+        assert!(
+            !text.contains(r#"rest_client_request_retries_total{code="500""#),
+            "{text}"
+        );
     }
 }

@@ -17,6 +17,7 @@ use std::{collections::BTreeSet, net::SocketAddr, sync::Arc};
 use kube::{Client, client::ClientBuilder};
 use kuberay_plugin_sdk::Kind;
 use tokio::{sync::watch, task::JoinSet};
+use tower::{buffer::BufferLayer, util::BoxService};
 
 pub use self::config::{DEFAULT_COMPILE_MEMORY_MIB, DEFAULT_COMPILE_TIMEOUT, OperatorConfig};
 use self::term::TermContext;
@@ -74,10 +75,15 @@ async fn kube_config(config: &OperatorConfig) -> Result<kube::Config, OperatorEr
     Ok(kube_config)
 }
 
+/// How many requests may wait for the client's retry layer at once (kube's own client buffer's bound).
+const RETRY_BUFFER: usize = 1024;
+
 /// A client of `config`, its requests counted and timed into `metrics` and rate-limited by `rate_limit`
-/// (shared by every client given it; the time a request waits for the limit is not its latency).
+/// (shared by every client given it; the time a request waits for the limit is not its latency). A request
+/// the API server answers 429, 503 or 504 is retried as kube retries it, but from outside the metrics and
+/// the rate limit, so that each attempt is counted and throttled as client-go does it, and each retry counted.
 fn api_client(
-    config: kube::Config,
+    mut config: kube::Config,
     metrics: &Metrics,
     rate_limit: Option<&RateLimitLayer>,
 ) -> Result<Client, OperatorError> {
@@ -86,13 +92,19 @@ fn api_client(
         .authority()
         .map(ToString::to_string)
         .unwrap_or_default();
+    config.default_retry = false;
     let builder = ClientBuilder::try_from(config)
         .map_err(|e| OperatorError::Client(e.to_string()))?
-        .with_layer(&metrics.rest_client.layer(host));
-    Ok(match rate_limit {
-        Some(layer) => builder.with_layer(layer).build(),
-        None => builder.build(),
-    })
+        .with_layer(&metrics.rest_client.layer(host.clone()));
+    let builder = match rate_limit {
+        Some(layer) => builder.with_layer(layer).with_layer(&BoxService::layer()),
+        None => builder.with_layer(&BoxService::layer()),
+    };
+    Ok(builder
+        // The retry layer sends a request again through what it wraps, which must be `Clone`.
+        .with_layer(&BufferLayer::new(RETRY_BUFFER))
+        .with_layer(&metrics.rest_client.retry_layer(host))
+        .build())
 }
 
 /// Runs the operator until `shutdown` resolves, then stops controllers (letting running reconciles finish)
@@ -343,4 +355,63 @@ async fn lead(
 /// Resolves once `stop` turns true.
 async fn stopped(mut stop: watch::Receiver<bool>) {
     let _ = stop.wait_for(|s| *s).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    };
+
+    use axum::{Router, http::StatusCode, response::IntoResponse, routing::get};
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::Api;
+
+    use super::*;
+
+    /// An API server that answers the first GET of Pod `p` with 429 and the next with the Pod.
+    async fn throttling_api_server() -> (String, Arc<AtomicUsize>) {
+        let answered = Arc::new(AtomicUsize::new(0));
+        let count = answered.clone();
+        let app = Router::new().route(
+            "/api/v1/namespaces/default/pods/p",
+            get(move || {
+                let first = count.fetch_add(1, Ordering::SeqCst) == 0;
+                async move {
+                    if first {
+                        return (StatusCode::TOO_MANY_REQUESTS, "slow down").into_response();
+                    }
+                    let pod =
+                        r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"default"}}"#;
+                    ([("content-type", "application/json")], pod).into_response()
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (address.to_string(), answered)
+    }
+
+    /// The client's stack as the operator builds it: a 429 is retried (once, not also by kube inside), and
+    /// both attempts and the retry are in client-go's families.
+    #[tokio::test]
+    async fn a_throttled_request_is_retried_and_each_attempt_and_retry_counted() {
+        let (address, answered) = throttling_api_server().await;
+        let config = kube::Config::new(format!("http://{address}").parse().unwrap());
+        let metrics = Metrics::new();
+        let client = api_client(config, &metrics, None).unwrap();
+        let pod = Api::<Pod>::namespaced(client, "default").get("p").await.unwrap();
+        assert_eq!(pod.metadata.name.as_deref(), Some("p"));
+        assert_eq!(answered.load(Ordering::SeqCst), 2);
+        let text = metrics.encode();
+        for series in [
+            format!(r#"rest_client_request_retries_total{{code="429",verb="GET",host="{address}"}} 1"#),
+            format!(r#"rest_client_requests_total{{code="429",method="GET",host="{address}"}} 1"#),
+            format!(r#"rest_client_requests_total{{code="200",method="GET",host="{address}"}} 1"#),
+        ] {
+            assert!(text.contains(&series), "{series} missing in {text}");
+        }
+    }
 }
