@@ -78,7 +78,7 @@ const GATES: &[Gate] = &[
         default: Some(true),
         ..gate("RayCronJob", false, "alpha", Support::Both)
     },
-    gate("SidecarSubmitterRestart", false, "alpha", Support::Missing),
+    gate("SidecarSubmitterRestart", false, "alpha", Support::Both),
     gate("RayClusterNetworkPolicy", false, "alpha", Support::Both),
     gate("GCSFaultToleranceEmbeddedStorage", false, "alpha", Support::Both),
     gate("RayClusterMTLS", false, "alpha", Support::Both),

@@ -47,5 +47,6 @@ mod rayservice_real;
 mod rbac;
 mod reconcileplugin;
 mod reload;
+mod sidecar_submitter_restart;
 mod steady_state;
 mod support;

@@ -18,7 +18,7 @@ use crate::{
     spec, status,
     submitter::sidecar,
 };
-use kuberay_rules::operator_env::OperatorEnv;
+use kuberay_rules::{cluster_spec::Gates, operator_env::OperatorEnv};
 
 /// KubeRay's cluster for a RayJob: the RayJob's labels and annotations, plus where it came from; in
 /// `SidecarMode` also the submitter container in the head Pod, which must then never restart.
@@ -26,7 +26,7 @@ pub fn build(
     job: &RayJob,
     job_status: &RayJobStatus,
     name: &str,
-    env: &OperatorEnv,
+    (env, gates): (&OperatorEnv, Gates),
 ) -> Result<RayCluster, String> {
     let mode = spec::submission_mode(&job.spec);
     let job_name = job.metadata.name.clone().unwrap_or_default();
@@ -45,7 +45,13 @@ pub fn build(
             annotations::RAY_DISABLE_PROVISIONED_HEAD_RESTART.into(),
             "true".into(),
         );
-        let container = sidecar::container(job, job_status, name, &cluster_spec, env)?;
+        let container = sidecar::container(
+            job,
+            job_status,
+            (name, &cluster_spec),
+            env,
+            gates.sidecar_submitter_restart,
+        )?;
         let pod = cluster_spec
             .head_group_spec
             .template
@@ -86,7 +92,8 @@ pub fn get_or_create<H: Host>(
             "clusterSelector mode is enabled, but RayCluster {key} is not found"
         )));
     }
-    let mut cluster = build(&ctx.job, job_status, name, &ctx.env).map_err(ReconcileError::InvalidObject)?;
+    let mut cluster =
+        build(&ctx.job, job_status, name, (&ctx.env, ctx.gates)).map_err(ReconcileError::InvalidObject)?;
     batch::decorate_cluster(ctx, &mut cluster);
     match ctx.host.create_as(&cluster) {
         Ok(created) => {

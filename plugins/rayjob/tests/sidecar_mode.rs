@@ -158,3 +158,114 @@ fn sidecar_rules() {
         "restartPolicy for head Pod should be Never or unset when using SidecarMode"
     );
 }
+
+/// The sidecar sample's RayJob with KubeRay's `SidecarSubmitterRestart` gate on.
+fn restarting_host() -> FakeHost {
+    let host = host(sample("ray-job.sidecar-mode.yaml"));
+    let mut config = kuberay_plugin_sdk::Host::config(&host);
+    config.insert("featureGates".into(), json!({"SidecarSubmitterRestart": true}));
+    host.with_config(Value::Object(config))
+}
+
+/// With `SidecarSubmitterRestart`, the submitter container restarts on its own on failure and its script
+/// checks for the earlier submission (KubeRay v1.7's `getSubmitterContainer`); the head Pod still never
+/// restarts.
+#[test]
+fn with_the_gate_the_submitter_restarts_on_failure_and_checks_before_submitting() {
+    let host = restarting_host();
+    step(&host);
+    step(&host);
+    let cluster = get(&host, &ray_cluster_kind(), &cluster_name(&host)).expect("cluster");
+    let pod = &cluster["spec"]["headGroupSpec"]["template"]["spec"];
+    assert_eq!(pod["restartPolicy"], "Never");
+    let sidecar = &pod["containers"][1];
+    assert_eq!(sidecar["name"], "ray-job-submitter");
+    assert_eq!(sidecar["restartPolicy"], "OnFailure");
+    let script = sidecar["args"][0].as_str().expect("script");
+    let id = job_id(&host);
+    assert!(
+        script.contains(&format!(
+            "if ! ray job status --address http://127.0.0.1:8265 {id} >/dev/null 2>&1 ; then ray job submit"
+        )),
+        "{script}"
+    );
+    assert!(
+        script.ends_with(&format!(
+            "; fi ; ray job logs --address http://127.0.0.1:8265 --follow {id}"
+        )),
+        "{script}"
+    );
+    // Without the gate the container has no restart policy of its own.
+    let plain = common::host(sample("ray-job.sidecar-mode.yaml"));
+    step(&plain);
+    step(&plain);
+    let cluster = get(&plain, &ray_cluster_kind(), &cluster_name(&plain)).expect("cluster");
+    assert_eq!(
+        cluster["spec"]["headGroupSpec"]["template"]["spec"]["containers"][1].get("restartPolicy"),
+        None
+    );
+}
+
+/// With `SidecarSubmitterRestart`, a failed submitter is transient until it has restarted KubeRay's 2
+/// times (`checkIsRestartCountExceeded`); then the RayJob fails with KubeRay's message.
+#[test]
+fn with_the_gate_a_failing_submitter_fails_the_rayjob_only_after_its_restarts() {
+    let host = restarting_host();
+    let ray = FakeRay::install(&host);
+    run_to_running(&host);
+    let (cluster, id) = (cluster_name(&host), job_id(&host));
+    head_pod(&host, &cluster, json!({"running": {}}));
+    ray.add_job(&id, "RUNNING");
+    let pod = format!("{cluster}-head-abcde");
+    let failed = json!({"terminated": {"exitCode": 1, "reason": "Error", "finishedAt": rfc3339(5)}});
+    // The first failure, not restarted yet, and the first restart: still running.
+    host.update(&pod_kind(), &pod, |p| {
+        p["status"]["containerStatuses"][1]["state"] = failed.clone();
+    });
+    at(&host, 6);
+    step(&host);
+    assert_eq!(deployment(&host), "Running");
+    host.update(&pod_kind(), &pod, |p| {
+        let submitter = &mut p["status"]["containerStatuses"][1];
+        submitter["restartCount"] = json!(1);
+        submitter["lastState"] = failed.clone();
+        submitter["state"] = json!({"running": {}});
+    });
+    step(&host);
+    assert_eq!(deployment(&host), "Running");
+    // The second restart uses up the budget.
+    host.update(&pod_kind(), &pod, |p| {
+        p["status"]["containerStatuses"][1]["restartCount"] = json!(2);
+    });
+    step(&host);
+    let s = status(&host);
+    assert_eq!(s["jobDeploymentStatus"], "Failed");
+    assert_eq!(s["reason"], "SubmissionFailed");
+    assert_eq!(
+        s["message"],
+        "Ray head pod submitter container ray-job-submitter terminated after exceeding the maximum restart count"
+    );
+}
+
+/// With `SidecarSubmitterRestart`, a submitter that failed before but has now exited successfully completes
+/// the RayJob, however often it restarted.
+#[test]
+fn with_the_gate_a_submitter_that_succeeds_after_restarts_completes_the_rayjob() {
+    let host = restarting_host();
+    let ray = FakeRay::install(&host);
+    run_to_running(&host);
+    let (cluster, id) = (cluster_name(&host), job_id(&host));
+    head_pod(&host, &cluster, json!({"running": {}}));
+    ray.add_job(&id, "SUCCEEDED");
+    ray.set_status(&id, "SUCCEEDED", Some((T0 + 4) * 1000));
+    host.update(&pod_kind(), &format!("{cluster}-head-abcde"), |p| {
+        let submitter = &mut p["status"]["containerStatuses"][1];
+        submitter["restartCount"] = json!(3);
+        submitter["lastState"] = json!({"terminated": {"exitCode": 1, "reason": "Error"}});
+        submitter["state"] =
+            json!({"terminated": {"exitCode": 0, "reason": "Completed", "finishedAt": rfc3339(5)}});
+    });
+    at(&host, 6);
+    step(&host);
+    assert_eq!(deployment(&host), "Complete");
+}

@@ -28,7 +28,12 @@ fn template(extra_cluster: Value) -> RayJob {
 }
 
 fn build(job: &RayJob, mode: JobSubmissionMode) -> Result<Vec<String>, String> {
-    command::build(job, job.status.as_ref().unwrap_or(&Default::default()), &mode)
+    command::build(
+        job,
+        job.status.as_ref().unwrap_or(&Default::default()),
+        &mode,
+        false,
+    )
 }
 
 fn health(url: &str) -> String {
@@ -150,6 +155,82 @@ fn sidecar_mode_matches_kuberay() {
         ";",
     ]);
     assert_eq!(build(&job, JobSubmissionMode::SidecarMode), Ok(expected));
+}
+
+/// KubeRay's `TestBuildJobSubmitCommandWithSidecarModeAndFeatureGate`: with `SidecarSubmitterRestart`, a
+/// restarted sidecar submitter checks for its earlier submission and follows its logs, as K8sJobMode does.
+#[test]
+fn a_restarting_sidecar_checks_for_its_earlier_submission_as_kuberay_does() {
+    let job = template(json!({"headGroupSpec": {"template": {"spec": {"containers": [
+        {"name": "ray-head", "ports": [{"name": "dashboard", "containerPort": 8265}]}
+    ]}}}}));
+    let health = health("http://localhost:8265/api/gcs_healthz");
+    let expected = words(&[
+        "until",
+        &health,
+        ">/dev/null",
+        "2>&1",
+        ";",
+        "do",
+        "echo",
+        "\"Waiting for Ray Dashboard GCS to become healthy at http://127.0.0.1:8265 ...\"",
+        ";",
+        "sleep",
+        "2",
+        ";",
+        "done",
+        ";",
+        "if",
+        "!",
+        "ray",
+        "job",
+        "status",
+        "--address",
+        "http://127.0.0.1:8265",
+        "testJobId",
+        ">/dev/null",
+        "2>&1",
+        ";",
+        "then",
+        "ray",
+        "job",
+        "submit",
+        "--address",
+        "http://127.0.0.1:8265",
+        "--no-wait",
+        "--runtime-env-json",
+        r#""{\"test\":\"test\"}""#,
+        "--metadata-json",
+        r#""{\"testKey\":\"testValue\"}""#,
+        "--submission-id",
+        "testJobId",
+        "--entrypoint-num-cpus",
+        "1.000000",
+        "--entrypoint-num-gpus",
+        "0.500000",
+        "--entrypoint-resources",
+        r#""{\"Custom_1\": 1, \"Custom_2\": 5.5}""#,
+        "--",
+        "echo no quote 'single quote' \"double quote\"",
+        ";",
+        "fi",
+        ";",
+        "ray",
+        "job",
+        "logs",
+        "--address",
+        "http://127.0.0.1:8265",
+        "--follow",
+        "testJobId",
+    ]);
+    let status = job.status.clone().unwrap_or_default();
+    let restarting = command::build(&job, &status, &JobSubmissionMode::SidecarMode, true);
+    assert_eq!(restarting, Ok(expected));
+    // The gate is about the sidecar: K8sJobMode's script is the same either way.
+    assert_eq!(
+        command::build(&job, &status, &JobSubmissionMode::K8sJobMode, true),
+        build(&job, JobSubmissionMode::K8sJobMode)
+    );
 }
 
 #[test]

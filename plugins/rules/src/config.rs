@@ -27,6 +27,11 @@ pub const RAY_CLUSTER_HISTORY_SERVER: &str = "RayClusterHistoryServer";
 /// cluster's Ray processes with certificates from cert-manager.
 pub const RAY_CLUSTER_MTLS: &str = "RayClusterMTLS";
 
+/// KubeRay v1.7's `SidecarSubmitterRestart` gate (alpha, off by default): a `SidecarMode` submitter container
+/// restarts on failure (its own `restartPolicy: OnFailure`, Kubernetes 1.35's container restart rules) and
+/// checks for an earlier submission first.
+pub const SIDECAR_SUBMITTER_RESTART: &str = "SidecarSubmitterRestart";
+
 /// KubeRay's alpha gate for the embedded (RocksDB) GCS fault tolerance backend.
 pub const GCS_FAULT_TOLERANCE_EMBEDDED_STORAGE: &str = "GCSFaultToleranceEmbeddedStorage";
 

@@ -1,7 +1,8 @@
 //! The bash script the submitter runs (KubeRay's `BuildJobSubmitCommand`): wait until the dashboard's GCS
-//! is healthy, then `ray job submit` with the RayJob's options. In `K8sJobMode` the Job's Pod may be retried,
-//! so the script first asks `ray job status` and only submits a job Ray does not know yet, then follows its
-//! logs; in `SidecarMode` it submits once and waits for the job.
+//! is healthy, then `ray job submit` with the RayJob's options. In `K8sJobMode` the Job's Pod may be retried
+//! (and in `SidecarMode` the container restarted, with the `SidecarSubmitterRestart` gate), so the script
+//! first asks `ray job status` and only submits a job Ray does not know yet, then follows its logs; otherwise
+//! `SidecarMode` submits once and waits for the job.
 //!
 //! The words are returned as KubeRay builds them; the container gets them joined by spaces.
 
@@ -35,10 +36,13 @@ pub fn container_port(container: Option<&Container>, name: &str, default: i32) -
         .map_or(default, |p| p.container_port)
 }
 
+/// The script's words; `sidecar_restarts`: a `SidecarMode` submitter container restarts on failure (the
+/// `SidecarSubmitterRestart` gate).
 pub fn build(
     job: &RayJob,
     job_status: &RayJobStatus,
     mode: &JobSubmissionMode,
+    sidecar_restarts: bool,
 ) -> Result<Vec<String>, String> {
     let spec = &job.spec;
     let (address, health_url) = match mode {
@@ -88,7 +92,11 @@ pub fn build(
     ]));
 
     // Only a submitter that may run twice needs to check for an earlier submission.
-    let check_first = *mode == JobSubmissionMode::K8sJobMode;
+    let check_first = match mode {
+        JobSubmissionMode::K8sJobMode => true,
+        JobSubmissionMode::SidecarMode => sidecar_restarts,
+        _ => false,
+    };
     if check_first {
         cmd.extend(words(&[
             "if",

@@ -72,6 +72,7 @@ pub fn template(
         &JobSubmissionMode::K8sJobMode,
         (cluster_name, cluster_spec),
         env,
+        false,
     )?;
     add_token_volume(pod, cluster_spec);
     let job_name = job.metadata.name.as_deref().unwrap_or_default();

@@ -78,7 +78,7 @@ pub fn default_container(cluster: &RayClusterSpec) -> Container {
 
 /// KubeRay's set-up of a submitter container: its script (unless a K8sJobMode user brought their own
 /// command), unbuffered Python output, the dashboard address and submission id for users' own scripts, and
-/// the cluster's token if it requires one.
+/// the cluster's token if it requires one (`sidecar_restarts`: see [`command::build`]).
 pub fn configure(
     container: &mut Container,
     job: &RayJob,
@@ -86,8 +86,9 @@ pub fn configure(
     mode: &JobSubmissionMode,
     cluster: (&str, &RayClusterSpec),
     env: &OperatorEnv,
+    sidecar_restarts: bool,
 ) -> Result<(), String> {
-    let script = command::build(job, job_status, mode)?;
+    let script = command::build(job, job_status, mode, sidecar_restarts)?;
     if container.command.as_ref().is_none_or(Vec::is_empty) || *mode == JobSubmissionMode::SidecarMode {
         container.command = Some(env.shell_command("e"));
         container.args = Some(vec![script.join(" ")]);

@@ -1,10 +1,10 @@
 //! The KubeRay feature gates that change what a cluster may ask for and what the RayCluster plugin does with
-//! it, read once per reconcile from a plugin's `featureGates` configuration (absent gates have KubeRay v1.7's
+//! it (and the RayJob plugin's `SidecarMode` submitter), read once per reconcile from a plugin's `featureGates` configuration (absent gates have KubeRay v1.7's
 //! defaults: all off).
 
 use crate::config::{
     GCS_FAULT_TOLERANCE_EMBEDDED_STORAGE, RAY_CLUSTER_HISTORY_SERVER, RAY_CLUSTER_MTLS,
-    RAY_CLUSTER_NETWORK_POLICY, feature_gate,
+    RAY_CLUSTER_NETWORK_POLICY, SIDECAR_SUBMITTER_RESTART, feature_gate,
 };
 use serde_json::{Map, Value};
 
@@ -20,6 +20,9 @@ pub struct Gates {
     pub embedded_gcs_storage: bool,
     /// `RayClusterMTLS`: `spec.tlsOptions` is allowed and, enabled, gets cert-manager certificates.
     pub mtls: bool,
+    /// `SidecarSubmitterRestart`: a RayJob's `SidecarMode` submitter container restarts on failure, up to a
+    /// restart budget, instead of failing the RayJob at its first non-zero exit.
+    pub sidecar_submitter_restart: bool,
 }
 
 impl Gates {
@@ -30,6 +33,7 @@ impl Gates {
             history_server: feature_gate(config, RAY_CLUSTER_HISTORY_SERVER),
             embedded_gcs_storage: feature_gate(config, GCS_FAULT_TOLERANCE_EMBEDDED_STORAGE),
             mtls: feature_gate(config, RAY_CLUSTER_MTLS),
+            sidecar_submitter_restart: feature_gate(config, SIDECAR_SUBMITTER_RESTART),
         }
     }
 }

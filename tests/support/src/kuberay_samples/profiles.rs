@@ -103,6 +103,16 @@ pub const PROFILES: &[Profile] = &[
         samples: &["ray-cluster.embedded-gcs-ft.yaml"],
         omitted: &[],
     },
+    // The sidecar submitter restarts on its own (`restartPolicy: OnFailure` on its container, Kubernetes 1.35's
+    // container restart rules, which the test API server serves) and checks for its earlier submission.
+    Profile {
+        name: "sidecar-submitter-restart",
+        group: "feature-gates",
+        batch_scheduler: None,
+        feature_gates: &["SidecarSubmitterRestart"],
+        samples: &["ray-job.sidecar-mode.yaml"],
+        omitted: &[],
+    },
     // The test environment runs cert-manager (`controlplane::cert_manager`), so KubeRay's operator finds its API
     // and runs its mTLS controller.
     Profile {
