@@ -247,20 +247,17 @@ fn steps<H: Host>(ctx: &Ctx<'_, H>) -> Result<bool, (&'static str, HostError)> {
     let mut wrote = create_once(ctx, &issuer_kind(), &self_signed).map_err(|e| ("self-signed issuer", e))?;
     let ca_certificate = ca_certificate(ctx);
     wrote |= create_once(ctx, &certificate_kind(), &ca_certificate).map_err(|e| ("CA certificate", e))?;
-    own_secret(ctx, &tls::ca_certificate_name(name)).map_err(|e| ("CA secret owner reference", e))?;
+    // KubeRay adds the owner reference within each Certificate's step, and reports its failure under that name.
+    own_secret(ctx, &tls::ca_certificate_name(name)).map_err(|e| ("CA certificate", e))?;
     let ca = json!({"ca": {"secretName": tls::ca_secret_name(name, &ctx.id.uid)}});
     let ca_issuer = object(ctx, "Issuer", tls::ca_issuer_name(name), "ca-issuer", ca);
     wrote |= create_once(ctx, &issuer_kind(), &ca_issuer).map_err(|e| ("CA issuer", e))?;
-    for (node, step, secret_step) in [
-        (Node::Head, "head certificate", "head secret owner reference"),
-        (
-            Node::Worker,
-            "worker certificate",
-            "worker secret owner reference",
-        ),
+    for (node, step) in [
+        (Node::Head, "head certificate"),
+        (Node::Worker, "worker certificate"),
     ] {
         wrote |= node_step(ctx, node).map_err(|e| (step, e))?;
-        own_secret(ctx, &tls::certificate_name(name, node)).map_err(|e| (secret_step, e))?;
+        own_secret(ctx, &tls::certificate_name(name, node)).map_err(|e| (step, e))?;
     }
     Ok(wrote)
 }
