@@ -591,6 +591,19 @@ fn container_names(pod_spec: Option<&Value>, field: &str) -> Value {
     Value::Array(names)
 }
 
+/// The `restartPolicy` of each of a Pod spec's (regular) containers that has one of its own (Kubernetes 1.35's
+/// container restart rules, e.g. a restarting RayJob submitter sidecar), by container name; `None` if none has.
+fn container_restart_policies(pod_spec: Option<&Value>) -> Option<Value> {
+    let policies: BTreeMap<String, Value> = pod_spec?
+        .get("containers")?
+        .as_array()?
+        .iter()
+        .filter_map(|c| Some((c["name"].as_str()?.to_string(), c.get("restartPolicy")?.clone())))
+        .filter(|(_, policy)| !policy.is_null())
+        .collect();
+    (!policies.is_empty()).then(|| json!(policies))
+}
+
 /// A Pod spec's `schedulerName` unless it is the default scheduler's.
 fn scheduler_name(pod_spec: Option<&Value>) -> Option<Value> {
     pod_spec?
@@ -653,7 +666,8 @@ fn pki_spec(object: &Value) -> Value {
     spec
 }
 
-/// Kind-specific facts: Pods their container names and a scheduler other than the default; Services type,
+/// Kind-specific facts: Pods their container names, their containers' own restart policies (where any has
+/// one) and a scheduler other than the default; Services type,
 /// headless, ports, selector; Jobs their template's container names, scheduler and scheduler labels and
 /// annotations; PodGroups their `apiVersion`, spec, phase and (without a controller) owners; Roles their rules; RoleBindings role and subjects; Secrets and ConfigMaps
 /// their type and keys; Ingresses class and backends; NetworkPolicies their policy types, Pod selector and rules;
@@ -666,6 +680,9 @@ pub fn spec_facts(kind: &str, object: &Value) -> BTreeMap<String, Value> {
         "Pod" => {
             facts.insert("containers".into(), container_names(spec, "containers"));
             facts.insert("initContainers".into(), container_names(spec, "initContainers"));
+            if let Some(policies) = container_restart_policies(spec) {
+                facts.insert("containerRestartPolicies".into(), policies);
+            }
             if let Some(scheduler) = scheduler_name(spec) {
                 facts.insert("schedulerName".into(), scheduler);
             }
