@@ -245,8 +245,8 @@ fn steps<H: Host>(ctx: &Ctx<'_, H>) -> Result<bool, (&'static str, HostError)> {
         json!({"selfSigned": {}}),
     );
     let mut wrote = create_once(ctx, &issuer_kind(), &self_signed).map_err(|e| ("self-signed issuer", e))?;
-    let ca_certificate = ca_certificate(ctx);
-    wrote |= create_once(ctx, &certificate_kind(), &ca_certificate).map_err(|e| ("CA certificate", e))?;
+    wrote |=
+        create_once(ctx, &certificate_kind(), &ca_certificate(ctx)).map_err(|e| ("CA certificate", e))?;
     // KubeRay adds the owner reference within each Certificate's step, and reports its failure under that name.
     own_secret(ctx, &tls::ca_certificate_name(name)).map_err(|e| ("CA certificate", e))?;
     let ca = json!({"ca": {"secretName": tls::ca_secret_name(name, &ctx.id.uid)}});
