@@ -47,13 +47,13 @@ fn words(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()
 }
 
-#[test]
-fn k8s_job_mode_matches_kuberay() {
-    let job = template(json!({}));
-    let health = health("http://127.0.0.1:8265/api/gcs_healthz");
-    let expected = words(&[
+/// KubeRay's script for a submitter that may run again (K8sJobMode, or SidecarMode with
+/// `SidecarSubmitterRestart`), with the health check `health`: check `ray job status`, submit `--no-wait`,
+/// follow the logs.
+fn status_checked_script(health: &str) -> Vec<String> {
+    words(&[
         "until",
-        &health,
+        health,
         ">/dev/null",
         "2>&1",
         ";",
@@ -108,7 +108,13 @@ fn k8s_job_mode_matches_kuberay() {
         "http://127.0.0.1:8265",
         "--follow",
         "testJobId",
-    ]);
+    ])
+}
+
+#[test]
+fn k8s_job_mode_matches_kuberay() {
+    let job = template(json!({}));
+    let expected = status_checked_script(&health("http://127.0.0.1:8265/api/gcs_healthz"));
     assert_eq!(build(&job, JobSubmissionMode::K8sJobMode), Ok(expected));
 }
 
@@ -164,65 +170,7 @@ fn a_restarting_sidecar_checks_for_its_earlier_submission_as_kuberay_does() {
     let job = template(json!({"headGroupSpec": {"template": {"spec": {"containers": [
         {"name": "ray-head", "ports": [{"name": "dashboard", "containerPort": 8265}]}
     ]}}}}));
-    let health = health("http://localhost:8265/api/gcs_healthz");
-    let expected = words(&[
-        "until",
-        &health,
-        ">/dev/null",
-        "2>&1",
-        ";",
-        "do",
-        "echo",
-        "\"Waiting for Ray Dashboard GCS to become healthy at http://127.0.0.1:8265 ...\"",
-        ";",
-        "sleep",
-        "2",
-        ";",
-        "done",
-        ";",
-        "if",
-        "!",
-        "ray",
-        "job",
-        "status",
-        "--address",
-        "http://127.0.0.1:8265",
-        "testJobId",
-        ">/dev/null",
-        "2>&1",
-        ";",
-        "then",
-        "ray",
-        "job",
-        "submit",
-        "--address",
-        "http://127.0.0.1:8265",
-        "--no-wait",
-        "--runtime-env-json",
-        r#""{\"test\":\"test\"}""#,
-        "--metadata-json",
-        r#""{\"testKey\":\"testValue\"}""#,
-        "--submission-id",
-        "testJobId",
-        "--entrypoint-num-cpus",
-        "1.000000",
-        "--entrypoint-num-gpus",
-        "0.500000",
-        "--entrypoint-resources",
-        r#""{\"Custom_1\": 1, \"Custom_2\": 5.5}""#,
-        "--",
-        "echo no quote 'single quote' \"double quote\"",
-        ";",
-        "fi",
-        ";",
-        "ray",
-        "job",
-        "logs",
-        "--address",
-        "http://127.0.0.1:8265",
-        "--follow",
-        "testJobId",
-    ]);
+    let expected = status_checked_script(&health("http://localhost:8265/api/gcs_healthz"));
     let status = job.status.clone().unwrap_or_default();
     let restarting = command::build(&job, &status, &JobSubmissionMode::SidecarMode, true);
     assert_eq!(restarting, Ok(expected));
