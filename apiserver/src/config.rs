@@ -2,7 +2,7 @@
 
 use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
-use kuberay_rayhead::{RoutingOptions, parse_duration};
+use kuberay_rayhead::{RoutingOptions, parse_duration, parse_go_bool};
 
 use crate::auth::AuthMode;
 
@@ -60,6 +60,11 @@ pub struct Config {
     /// How long running calls may finish after SIGTERM before the server exits.
     #[arg(long, default_value = "20s", value_parser = parse_duration)]
     pub shutdown_timeout: Duration,
+    /// Serve KubeRay's apiserver v2 on the REST port: the `ray.io/v1` pass-through with its compute-template
+    /// middleware, and the Services proxy of Ray heads (`--enable-api-server-v2[=true|false]`, KubeRay's flag).
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true",
+        action = clap::ArgAction::Set, default_value_t = true, value_parser = parse_go_bool)]
+    pub enable_api_server_v2: bool,
     /// How job submissions reach Ray heads; through the API server's proxy they go as the caller.
     #[command(flatten)]
     pub routing: RoutingOptions,
@@ -86,6 +91,17 @@ mod tests {
             LogFormat::Auto,
             "JSON off a terminal, as the operator"
         );
+        assert!(config.enable_api_server_v2);
+        for (flag, v2) in [
+            ("--enable-api-server-v2=false", false),
+            ("--enable-api-server-v2", true),
+        ] {
+            assert_eq!(
+                Config::try_parse_from(["x", flag]).unwrap().enable_api_server_v2,
+                v2,
+                "{flag}"
+            );
+        }
         assert!(Config::try_parse_from(["x", "--auth", "nobody"]).is_err());
         assert!(Config::try_parse_from(["x", "--tls-cert-file", "c.pem"]).is_err());
         assert!(Config::try_parse_from(["x", "--client-ca-file", "ca.pem"]).is_err());

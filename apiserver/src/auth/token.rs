@@ -22,16 +22,23 @@ use crate::{
     error::{ApiError, ApiResult},
 };
 
-/// The token of an `Authorization: Bearer <token>` header; `None` without one, an error for another scheme
-/// or an unreadable value.
+/// The token of an `Authorization: Bearer <token>` header, or of one that holds nothing but the token (as
+/// KubeRay's Python apiserver client sends its `token` parameter); `None` without one, an error for another
+/// scheme or an unreadable value.
 pub(crate) fn bearer(headers: &http::HeaderMap) -> ApiResult<Option<String>> {
     let Some(value) = headers.get(http::header::AUTHORIZATION) else {
         return Ok(None);
     };
     let value = value
         .to_str()
-        .map_err(|_| ApiError::Unauthenticated("the Authorization header is not readable text".into()))?;
-    let (scheme, token) = value.trim().split_once(' ').unwrap_or((value, ""));
+        .map_err(|_| ApiError::Unauthenticated("the Authorization header is not readable text".into()))?
+        .trim();
+    let Some((scheme, token)) = value.split_once(' ') else {
+        if value.is_empty() || value.eq_ignore_ascii_case("bearer") {
+            return Err(ApiError::Unauthenticated("the bearer token is empty".into()));
+        }
+        return Ok(Some(value.to_string()));
+    };
     if !scheme.eq_ignore_ascii_case("bearer") {
         return Err(ApiError::Unauthenticated(format!(
             "unsupported authorization scheme {scheme:?}: send `Authorization: Bearer <Kubernetes token>`"
@@ -166,7 +173,9 @@ mod tests {
         assert_eq!(bearer(&http::HeaderMap::new()), Ok(None));
         assert_eq!(bearer(&headers("Bearer abc.def")), Ok(Some("abc.def".into())));
         assert_eq!(bearer(&headers("bearer  abc ")), Ok(Some("abc".into())));
-        for bad in ["Basic YWxpY2U6cHc=", "Bearer", "Bearer   ", "abc"] {
+        // KubeRay's Python client sends the token alone.
+        assert_eq!(bearer(&headers("abc.def")), Ok(Some("abc.def".into())));
+        for bad in ["Basic YWxpY2U6cHc=", "Bearer", "Bearer   ", "", "Token a b"] {
             assert!(
                 matches!(bearer(&headers(bad)), Err(ApiError::Unauthenticated(_))),
                 "{bad}"

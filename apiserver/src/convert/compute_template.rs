@@ -176,6 +176,15 @@ pub(crate) fn tolerations(template: &ComputeTemplate) -> Vec<Toleration> {
         .collect()
 }
 
+/// The resource the template's GPUs are counted in: its accelerator, or [`DEFAULT_GPU_ACCELERATOR`].
+pub(crate) fn gpu_resource(template: &ComputeTemplate) -> &str {
+    if template.gpu_accelerator.is_empty() {
+        DEFAULT_GPU_ACCELERATOR
+    } else {
+        &template.gpu_accelerator
+    }
+}
+
 /// Requests (equal to limits) of a container sized by `template`: whole CPUs, memory in the template's
 /// unit, and the GPUs and extended resources it names.
 pub(crate) fn resources(template: &ComputeTemplate) -> BTreeMap<String, Quantity> {
@@ -184,12 +193,10 @@ pub(crate) fn resources(template: &ComputeTemplate) -> BTreeMap<String, Quantity
         ("memory".to_owned(), Quantity(memory_quantity(template))),
     ]);
     if template.gpu > 0 {
-        let accelerator = if template.gpu_accelerator.is_empty() {
-            DEFAULT_GPU_ACCELERATOR
-        } else {
-            &template.gpu_accelerator
-        };
-        resources.insert(accelerator.to_owned(), Quantity(template.gpu.to_string()));
+        resources.insert(
+            gpu_resource(template).to_owned(),
+            Quantity(template.gpu.to_string()),
+        );
     }
     let extended: HashMap<_, _> = template
         .extended_resources

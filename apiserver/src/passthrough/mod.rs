@@ -1,16 +1,23 @@
-//! The Kubernetes API for `ray.io/v1` objects, as the caller: `/apis/ray.io/v1/...` is forwarded to the API
-//! server unchanged (any verb, selectors, pagination, watches, patches), with the caller's identity
-//! (impersonation), so kubectl-shaped clients (client-go, the Python kubernetes client, `kubectl --server`)
-//! work against this server with a bearer token. Nothing else of the Kubernetes API is reachable: the
-//! discovery documents `/api` and `/apis` are answered here and list only `ray.io/v1`, and Events can be
-//! read only for `ray.io/v1` objects (the field selector is narrowed, as KubeRay's apiserver v2 does).
+//! The Kubernetes API for `ray.io/v1` objects, as the caller (KubeRay's apiserver v2): `/apis/ray.io/v1/...`
+//! is forwarded to the API server (any verb, selectors, pagination, watches, patches), with the caller's
+//! identity (impersonation), so kubectl-shaped clients (client-go, the Python kubernetes client,
+//! `kubectl --server`) work against this server with a bearer token. Creates and replacements of
+//! RayClusters, RayJobs and RayServices go through KubeRay's compute-template middleware
+//! ([`compute_templates`]) first. Nothing else of the Kubernetes API is reachable: the discovery documents
+//! `/api` and `/apis` are answered here and list only `ray.io/v1`, Events can be read only for `ray.io/v1`
+//! objects (the field selector is narrowed, as KubeRay's apiserver v2 does), and Services' proxies only for
+//! the Services KubeRay made ([`service_proxy`]: a head's dashboard and Jobs API).
 
+pub mod compute_templates;
 mod openapi;
+pub mod service_proxy;
 
 pub use self::openapi::openapi_paths;
-use axum::body::Body;
-use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
+use axum::body::{Body, Bytes};
+use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header, request::Parts};
 use serde_json::json;
+
+use self::service_proxy::ProxyRequest;
 
 use crate::{context::CallContext, error::ApiError};
 
@@ -36,6 +43,8 @@ const FORWARDED_RESPONSE_HEADERS: &[header::HeaderName] = &[
     header::CACHE_CONTROL,
     header::ETAG,
     header::WARNING,
+    // The API server's redirect of `.../proxy` to `.../proxy/` names a path of the same shape here.
+    header::LOCATION,
 ];
 
 /// What a pass-through request is, once checked.
@@ -45,6 +54,8 @@ pub enum Target {
     Forward(String),
     /// Answer the discovery document of `/api` or `/apis` here.
     Discovery(&'static str),
+    /// Forward to this path and query, a Service's proxy, once [`service_proxy::check`] allows it.
+    ServiceProxy(ProxyRequest, String),
 }
 
 /// Whether `path` belongs to the pass-through at all (the caller then answers 404 for anything else).
@@ -55,6 +66,7 @@ pub fn handles(path: &str) -> bool {
         || path == PREFIX
         || path.starts_with("/apis/ray.io/v1/")
         || path.starts_with(EVENTS)
+        || service_proxy::parse(path).is_some()
 }
 
 /// Whether a request is a watch, which the API server keeps open (silent while nothing changes) until the
@@ -86,6 +98,17 @@ pub fn target(method: &Method, path: &str, query: Option<&str>) -> Result<Target
         _ => {}
     }
     let query = query.unwrap_or("");
+    let with_query = || {
+        if query.is_empty() {
+            path.to_string()
+        } else {
+            format!("{path}?{query}")
+        }
+    };
+    if let Some(proxy) = service_proxy::parse(path) {
+        service_proxy::validate(&proxy)?;
+        return Ok(Target::ServiceProxy(proxy, with_query()));
+    }
     if let Some(rest) = path.strip_prefix(EVENTS) {
         if method != Method::GET || !is_event_collection(rest) {
             return Err(ApiError::NotFound(
@@ -97,11 +120,7 @@ pub fn target(method: &Method, path: &str, query: Option<&str>) -> Result<Target
             narrowed_events_query(query)
         )));
     }
-    Ok(Target::Forward(if query.is_empty() {
-        path.to_string()
-    } else {
-        format!("{path}?{query}")
-    }))
+    Ok(Target::Forward(with_query()))
 }
 
 fn discovery_kind(path: &str) -> &'static str {
@@ -167,20 +186,25 @@ pub fn discovery(kind: &str) -> Response<Body> {
     response
 }
 
-/// Forwards `request` to `path_and_query` as the caller; the API server's answer (a `Status` for errors,
-/// a stream for watches) comes back as it is.
-pub async fn forward(
-    context: &CallContext,
-    path_and_query: &str,
-    request: Request<Body>,
-    max_body: usize,
-) -> Result<Response<Body>, ApiError> {
+/// The request's head and its whole body (at most `max_body` bytes).
+pub async fn read(request: Request<Body>, max_body: usize) -> Result<(Parts, Bytes), ApiError> {
     let (parts, body) = request.into_parts();
     let body = axum::body::to_bytes(body, max_body).await.map_err(|e| {
         ApiError::TooLarge(format!(
             "the request body could not be read (at most {max_body} bytes): {e}"
         ))
     })?;
+    Ok((parts, body))
+}
+
+/// Forwards a request (`parts` and `body`, see [`read`]) to `path_and_query` as the caller; the API
+/// server's answer (a `Status` for errors, a stream for watches) comes back as it is.
+pub async fn forward(
+    context: &CallContext,
+    path_and_query: &str,
+    parts: &Parts,
+    body: Bytes,
+) -> Result<Response<Body>, ApiError> {
     let mut upstream = Request::builder()
         .method(parts.method.clone())
         .uri(path_and_query)
@@ -218,6 +242,11 @@ pub fn status_response(error: &ApiError) -> Response<Body> {
         ApiError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
         other => crate::rest::http_status(other.code()),
     };
+    status(code, &error.to_string())
+}
+
+/// A Kubernetes `Status` answer of `code` saying `message`.
+pub fn status(code: StatusCode, message: &str) -> Response<Body> {
     let reason = match code.as_u16() {
         400 => "BadRequest",
         401 => "Unauthorized",
@@ -226,13 +255,14 @@ pub fn status_response(error: &ApiError) -> Response<Body> {
         405 => "MethodNotAllowed",
         409 => "Conflict",
         413 => "RequestEntityTooLarge",
+        422 => "Invalid",
         503 => "ServiceUnavailable",
         504 => "Timeout",
         _ => "InternalError",
     };
     let status = json!({
         "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-        "message": error.to_string(), "reason": reason, "code": code.as_u16(),
+        "message": message, "reason": reason, "code": code.as_u16(),
     });
     let mut response = Response::new(Body::from(status.to_string()));
     *response.status_mut() = code;

@@ -16,6 +16,7 @@ pub fn openapi_paths() -> Map<String, Value> {
     let ok = |description: &str| json!({"description": description, "content": {"application/json": {"schema": object}}});
     let body = json!({"required": true, "content": {
         "application/json": {"schema": object},
+        "application/yaml": {"schema": object},
         "application/merge-patch+json": {"schema": object},
     }});
     let namespace =
@@ -72,6 +73,38 @@ pub fn openapi_paths() -> Map<String, Value> {
             status.remove("delete");
         }
     }
+    let service = json!({"name": "service", "in": "path", "required": true, "schema": {"type": "string"},
+        "description": "[scheme:]name[:port] of a Service KubeRay made (labelled app.kubernetes.io/name=kuberay)"});
+    let rest = json!({"name": "path", "in": "path", "required": true, "schema": {"type": "string"},
+        "description": "the rest of the path on the Service (slashes included), e.g. api/jobs/"});
+    let proxy_parameters = vec![namespace.clone(), service, rest];
+    let mut proxy = Map::new();
+    for (method, verb) in [
+        ("get", "GET"),
+        ("post", "POST"),
+        ("put", "PUT"),
+        ("patch", "PATCH"),
+        ("delete", "DELETE"),
+    ] {
+        let mut op = operation(
+            format!("Kubernetes_proxy_{verb}_Service"),
+            format!(
+                "{verb} on a Ray head's Service (its dashboard, the Jobs API) through the Kubernetes API server's services/proxy, as the caller"
+            ),
+            proxy_parameters.clone(),
+            false,
+            "the Service's answer",
+        );
+        op["responses"]["200"] = json!({"description": "the Service's answer, as it sent it"});
+        if verb != "GET" && verb != "DELETE" {
+            op["requestBody"] = json!({"required": false, "content": {"*/*": {"schema": {}}}});
+        }
+        proxy.insert(method.into(), op);
+    }
+    paths.insert(
+        "/api/v1/namespaces/{namespace}/services/{service}/proxy/{path}".into(),
+        Value::Object(proxy),
+    );
     for (path, kind) in [("/api", "APIVersions"), ("/apis", "APIGroupList")] {
         let mut get = operation(
             format!("Kubernetes_discovery_{kind}"),

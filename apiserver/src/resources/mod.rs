@@ -89,6 +89,17 @@ impl Default for ResourceManager {
     }
 }
 
+/// The compute template `name` of `namespace` as `kube` reads it; NotFound if there is no ConfigMap of
+/// that name with the template label.
+pub async fn read_compute_template(
+    kube: &Client,
+    namespace: &str,
+    name: &str,
+) -> ApiResult<api::ComputeTemplate> {
+    let config_map: ConfigMap = objects::get(kube, namespace, name).await?;
+    Ok(convert::compute_template::from_config_map(&config_map))
+}
+
 impl ResourceManager {
     /// A manager whose timestamp annotations come from `clock`.
     pub fn new(clock: Arc<dyn Clock>) -> Self {

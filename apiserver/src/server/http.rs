@@ -19,6 +19,7 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 use super::{grpc::Core, health::Readiness, observe::RouteLabel};
 use crate::{
     auth::{AuthenticatedAs, Authenticator},
+    context::CallContext,
     metrics::Metrics,
     passthrough,
     rest::{self, Gateway, MatchedRoute},
@@ -36,6 +37,8 @@ pub struct RestState {
     /// The Swagger 2.0 documents by name (`cluster`, ..., `kuberay_api`), served as `/swagger/<name>.swagger.json`.
     pub swagger: Arc<BTreeMap<String, String>>,
     pub max_body: usize,
+    /// Whether KubeRay's apiserver v2 (the pass-through and the Services proxy) is served.
+    pub v2: bool,
 }
 
 /// The REST port's service.
@@ -149,8 +152,13 @@ async fn dispatch(State(state): State<RestState>, request: Request) -> Response 
     if declared_length(&request).is_some_and(|length| length > state.max_body) {
         return too_large(request.uri().path(), state.max_body);
     }
-    if passthrough::handles(request.uri().path()) {
-        return labelled("/apis/ray.io/v1/*", pass_through(&state, request).await);
+    if state.v2 && passthrough::handles(request.uri().path()) {
+        let label = if passthrough::service_proxy::parse(request.uri().path()).is_some() {
+            "/api/v1/namespaces/{namespace}/services/{service}/proxy/*"
+        } else {
+            "/apis/ray.io/v1/*"
+        };
+        return labelled(label, pass_through(&state, request).await);
     }
     let mut response = state.gateway.handle(state.core.clone(), request).await;
     if let Some(route) = response.extensions().get::<MatchedRoute>() {
@@ -184,10 +192,10 @@ fn declared_length(request: &Request) -> Option<usize> {
 
 async fn pass_through(state: &RestState, request: Request) -> Response {
     let target = passthrough::target(request.method(), request.uri().path(), request.uri().query());
-    let path = match target {
+    let target = match target {
         // The same for everyone, and listing nothing but ray.io/v1: no credentials needed.
         Ok(passthrough::Target::Discovery(kind)) => return passthrough::discovery(kind),
-        Ok(passthrough::Target::Forward(path)) => path,
+        Ok(target) => target,
         Err(e) => return passthrough::status_response(&e),
     };
     let context = match state
@@ -205,12 +213,43 @@ async fn pass_through(state: &RestState, request: Request) -> Response {
         Err(e) => return passthrough::status_response(&e),
     };
     let who = AuthenticatedAs(context.who().to_string());
-    let mut response = match passthrough::forward(&context, &path, request, state.max_body).await {
-        Ok(response) => response,
-        Err(e) => passthrough::status_response(&e),
-    };
+    let mut response = forward_as(&context, target, request, state.max_body)
+        .await
+        .unwrap_or_else(|refusal| refusal);
     response.extensions_mut().insert(who);
     response
+}
+
+/// Forwards a checked pass-through request as the caller: through the compute-template middleware for
+/// creates and replacements of Ray objects, after the Service check for a Service's proxy.
+async fn forward_as(
+    context: &CallContext,
+    target: passthrough::Target,
+    request: Request,
+    max_body: usize,
+) -> Result<Response, Response> {
+    let templates_namespace =
+        passthrough::compute_templates::applies_to(request.method(), request.uri().path())
+            .map(str::to_string);
+    let (mut parts, mut body) = passthrough::read(request, max_body)
+        .await
+        .map_err(|e| passthrough::status_response(&e))?;
+    let path = match target {
+        passthrough::Target::ServiceProxy(proxy, path) => {
+            passthrough::service_proxy::check(context, &proxy)
+                .await
+                .map_err(|e| passthrough::status_response(&e))?;
+            path
+        }
+        passthrough::Target::Forward(path) => path,
+        passthrough::Target::Discovery(kind) => return Ok(passthrough::discovery(kind)),
+    };
+    if let Some(namespace) = templates_namespace {
+        body = passthrough::compute_templates::run(context, &namespace, &mut parts, body).await?;
+    }
+    passthrough::forward(context, &path, &parts, body)
+        .await
+        .map_err(|e| passthrough::status_response(&e))
 }
 
 #[cfg(test)]

@@ -119,8 +119,12 @@ pub async fn run(
     )
     .await?;
     let readiness = health::Readiness::new();
-    let document =
-        openapi::document(passthrough::openapi_paths()).context("generating the OpenAPI document")?;
+    let v2_paths = if config.enable_api_server_v2 {
+        passthrough::openapi_paths()
+    } else {
+        serde_json::Map::new()
+    };
+    let document = openapi::document(v2_paths).context("generating the OpenAPI document")?;
     let rest = http::RestState {
         gateway: Arc::new(
             Gateway::new()
@@ -140,6 +144,7 @@ pub async fn run(
                 .collect(),
         ),
         max_body: config.max_request_bytes,
+        v2: config.enable_api_server_v2,
     };
     let tls = match (&config.tls_cert_file, &config.tls_key_file) {
         (Some(cert), Some(key)) => Some(tls::server_config(cert, key, config.client_ca_file.as_deref())?),

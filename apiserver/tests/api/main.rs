@@ -28,3 +28,4 @@ mod rest_rayjobs;
 mod rest_rayservices;
 mod rest_submissions;
 mod support;
+mod v2_proxy;
