@@ -220,6 +220,12 @@ done
 echo "  status: $status"
 echo "bob: GET $api/jobsubmissions/api-demo/log/$sid"
 call "$bob" "$api/jobsubmissions/api-demo/log/$sid" | field log | grep -v -e '^\s*$' | tail -2 | sed 's/^/  | /'
+proxy=http://127.0.0.1:8888/api/v1/namespaces/$ans/services/http:api-demo-head-svc:8265/proxy
+echo "bob opens the cluster's Ray dashboard through the backend (KubeRay's apiserver v2 Services proxy, as bob):"
+echo "  GET $proxy/"
+call "$bob" "$proxy/" | { grep -o '<title>[^<]*</title>' || echo "(no page title)"; } | head -1 | sed 's/^/  /'
+echo "  GET $proxy/api/jobs/ (the dashboard's Jobs API)"
+call "$bob" "$proxy/api/jobs/" | python3 -c 'import json,sys; print("  %d job(s): %s" % (len(j := json.load(sys.stdin)), ", ".join(x["submission_id"] + " " + x["status"] for x in j)))'
 echo "alice (no rights): GET $api/clusters"
 call "$alice" -w '  HTTP %{http_code}\n' "$api/clusters" | short
 echo "nobody (no token): GET $api/clusters"
@@ -242,6 +248,7 @@ Everything keeps running. Try:
   tail -f .local/operator.log
   curl -s -H "Authorization: Bearer \$(bash scripts/apiserver.sh token bob)" $api/clusters
   curl -s http://127.0.0.1:8888/openapi.json | python3 -m json.tool | less
+  curl -s -H "Authorization: Bearer \$(bash scripts/apiserver.sh token bob)" $proxy/api/version
 The operator now runs in proxy mode; to go back to direct mode:
   bash scripts/operator.sh stop && bash scripts/operator.sh start
 Stop the operator and the cluster and remove everything:

@@ -11,6 +11,8 @@ use crate::{Error, Result, manifests, rules::repo_root};
 
 /// The chart, relative to the checkout.
 pub const CHART: &str = "deploy/helm/kuberay-wasm";
+/// The apiserver's chart, relative to the checkout.
+pub const APISERVER_CHART: &str = "deploy/helm/kuberay-apiserver";
 
 /// The binaries the tests run.
 #[derive(Debug, Clone)]
@@ -75,16 +77,32 @@ impl Tools {
     /// The objects `helm template` renders from the chart with `args` (`--set ...`; `--include-crds` for the
     /// CRDs too), in release namespace `namespace`.
     pub fn template(&self, namespace: &str, args: &[&str]) -> Result<Vec<Value>> {
+        self.template_of(CHART, "kuberay-wasm", namespace, args)
+    }
+
+    /// The objects `helm template` renders from `chart` as release `release` in `namespace` with `args`.
+    pub fn template_of(
+        &self,
+        chart: &str,
+        release: &str,
+        namespace: &str,
+        args: &[&str],
+    ) -> Result<Vec<Value>> {
         let mut command = self.helm();
-        command.args(["template", "kuberay-wasm", CHART, "--namespace", namespace]);
+        command.args(["template", release, chart, "--namespace", namespace]);
         command.args(args);
         manifests::parse(&stdout_of(command)?)
     }
 
     /// What `helm template` says on stderr when it refuses `args`; an error if it renders them.
     pub fn template_error(&self, args: &[&str]) -> Result<String> {
+        self.template_error_of(CHART, args)
+    }
+
+    /// What `helm template` of `chart` says on stderr when it refuses `args`; an error if it renders them.
+    pub fn template_error_of(&self, chart: &str, args: &[&str]) -> Result<String> {
         let mut command = self.helm();
-        command.args(["template", "kuberay-wasm", CHART]).args(args);
+        command.args(["template", "release", chart]).args(args);
         match stdout_of(command) {
             Ok(_) => Err(Error::Parse(format!("helm template accepted {args:?}"))),
             Err(Error::Failed { stderr, .. }) => Ok(stderr),

@@ -308,13 +308,23 @@ impl TestNamespace {
 /// The operator binary (`kuberay-wasm`) of the same build as the supervisor, for tests that run it as a
 /// mapped image.
 pub fn operator_binary() -> Result<PathBuf> {
-    let operator = supervisor_binary()?.with_file_name("kuberay-wasm");
-    if operator.is_file() {
-        Ok(operator)
+    workspace_binary("kuberay-wasm", "kuberay-wasm")
+}
+
+/// `kuberay-apiserver`, built next to `kuberay-testenv` (a mapped image runs it in Pods).
+pub fn apiserver_binary() -> Result<PathBuf> {
+    workspace_binary("kuberay-apiserver", "kuberay-apiserver")
+}
+
+/// The binary `name` of the workspace's package `package`, next to `kuberay-testenv`.
+fn workspace_binary(name: &str, package: &str) -> Result<PathBuf> {
+    let binary = supervisor_binary()?.with_file_name(name);
+    if binary.is_file() {
+        Ok(binary)
     } else {
         Err(Error::Other(format!(
-            "{} is missing: build it with `cargo build -p kuberay-wasm`",
-            operator.display()
+            "{} is missing: build it with `cargo build -p {package}`",
+            binary.display()
         )))
     }
 }

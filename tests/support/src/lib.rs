@@ -34,6 +34,8 @@ pub mod stale;
 pub mod supervisor;
 pub mod workloads;
 
-pub use env::{TEST_NAMESPACE_LABEL, TestEnv, TestNamespace, operator_binary, supervisor_binary};
+pub use env::{
+    TEST_NAMESPACE_LABEL, TestEnv, TestNamespace, apiserver_binary, operator_binary, supervisor_binary,
+};
 pub use error::{Error, Result};
 pub use kubelet::HeadMode;

@@ -6,7 +6,9 @@
 //! installed chart's operator running in its Pods (`incluster.rs`): two replicas handing leadership over
 //! (`failover.rs`), a RayJob in proxy routing with only that mode's rights (`proxy_rayjob.rs`), and a plugin
 //! served from the test environment's registry by a ReconcilePlugin resource (`plugin_resource.rs`), and the
-//! switch from KubeRay's operator to the chart installed with KubeRay's values and back (`switch.rs`). They fail
+//! switch from KubeRay's operator to the chart installed with KubeRay's values and back (`switch.rs`). The
+//! apiserver's chart: what it renders and refuses, KubeRay's apiserver chart values included
+//! (`apiserver_chart.rs`), and its backend Pod serving TLS to a user (`apiserver_incluster.rs`). They fail
 //! when `make deploy-tools` has not built helm and kustomize.
 
 #![allow(
@@ -15,6 +17,8 @@
     reason = "a test fails loudly on any unexpected error"
 )]
 
+mod apiserver_chart;
+mod apiserver_incluster;
 mod bad_values;
 mod chart;
 mod docs;

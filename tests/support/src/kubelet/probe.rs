@@ -1,5 +1,6 @@
 //! Readiness and liveness probes of a process-backed container, run from the node as a kubelet runs them:
-//! `httpGet` (a status from 200 to 399 passes) and `tcpSocket` against the Pod's address, every
+//! `httpGet` (a status from 200 to 399 passes; `scheme: HTTPS` without checking the certificate, as the
+//! kubelet does) and `tcpSocket` against the Pod's address, every
 //! `periodSeconds` after `initialDelaySeconds`, with `timeoutSeconds`, `successThreshold` and
 //! `failureThreshold`. `exec` probes are not supported and always pass.
 
@@ -70,7 +71,11 @@ impl Probes {
 
 #[derive(Debug, Clone)]
 enum Target {
-    Http { addr: (Ipv4Addr, u16), path: String },
+    Http {
+        addr: (Ipv4Addr, u16),
+        path: String,
+        https: bool,
+    },
     Tcp((Ipv4Addr, u16)),
     Unsupported,
 }
@@ -92,6 +97,7 @@ impl Target {
             return port(&get.port).map_or(Self::Unsupported, |p| Self::Http {
                 addr: (ip, p),
                 path: get.path.clone().unwrap_or_else(|| "/".into()),
+                https: get.scheme.as_deref() == Some("HTTPS"),
             });
         }
         if let Some(tcp) = &probe.tcp_socket {
@@ -103,9 +109,14 @@ impl Target {
     async fn check(&self, timeout: Duration) -> bool {
         let attempt = async {
             match self {
-                Self::Http { addr, path } => http_status(*addr, path)
-                    .await
-                    .is_some_and(|s| (200..400).contains(&s)),
+                Self::Http { addr, path, https } => {
+                    let status = if *https {
+                        https_status(*addr, path).await
+                    } else {
+                        http_status(*addr, path).await
+                    };
+                    status.is_some_and(|s| (200..400).contains(&s))
+                }
                 Self::Tcp(addr) => tokio::net::TcpStream::connect(*addr).await.is_ok(),
                 Self::Unsupported => true,
             }
@@ -153,4 +164,67 @@ async fn http_status(addr: (Ipv4Addr, u16), path: &str) -> Option<u16> {
     let n = stream.read(&mut head).await.ok()?;
     let line = String::from_utf8_lossy(&head[..n]).into_owned();
     line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The status code of `GET path` over HTTPS, whatever certificate the container presents (the kubelet does
+/// not verify it either), following no redirect.
+async fn https_status(addr: (Ipv4Addr, u16), path: &str) -> Option<u16> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .ok()?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
+        .with_no_client_auth();
+    let client = reqwest::Client::builder()
+        .tls_backend_preconfigured(config)
+        .redirect(reqwest::redirect::Policy::none())
+        .user_agent("kube-probe/testenv")
+        .build()
+        .ok()?;
+    let response = client
+        .get(format!("https://{}:{}{path}", addr.0, addr.1))
+        .send()
+        .await
+        .ok()?;
+    Some(response.status().as_u16())
+}
+
+/// Accepts any server certificate (signatures are still checked), as the kubelet's HTTPS probes do.
+#[derive(Debug)]
+struct AnyCertificate(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for AnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &rustls::pki_types::CertificateDer<'_>,
+        _intermediates: &[rustls::pki_types::CertificateDer<'_>],
+        _server_name: &rustls::pki_types::ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
 }
