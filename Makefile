@@ -66,7 +66,8 @@ cosign-interop: cosign testenv
 ray:
 	@bash tests/ray/setup.sh
 
-# .local/apitools-venv with openapi-spec-validator (checks the API server's OpenAPI document) and schemathesis.
+# .local/apitools-venv with openapi-spec-validator (checks the API server's OpenAPI document), schemathesis and
+# openapi-python-client (generates the Python client of apiserver/clients/python).
 apitools:
 	@bash tests/apitools/setup.sh
 

@@ -95,9 +95,11 @@ pub fn openapi_paths() -> Map<String, Value> {
             false,
             "the Service's answer",
         );
+        op["tags"] = json!(["Ray head proxy (services/proxy)"]);
         op["responses"]["200"] = json!({"description": "the Service's answer, as it sent it"});
         if verb != "GET" && verb != "DELETE" {
-            op["requestBody"] = json!({"required": false, "content": {"*/*": {"schema": {}}}});
+            op["requestBody"] = json!({"required": false, "content": {"application/octet-stream": {
+                "schema": {"type": "string", "format": "binary"}}}});
         }
         proxy.insert(method.into(), op);
     }

@@ -25,6 +25,10 @@ pub struct Names {
     pub submission: String,
     /// The compute template bodies refer to.
     pub template: String,
+    /// `{service}` of the Services proxy.
+    pub service: String,
+    /// `{path}` of the Services proxy: the path on the Service.
+    pub service_path: String,
 }
 
 impl Names {
@@ -35,6 +39,8 @@ impl Names {
             cluster: "some-cluster".into(),
             submission: "some-submission".into(),
             template: "some-template".into(),
+            service: "http:some-cluster-head-svc:8265".into(),
+            service_path: "api/version".into(),
         }
     }
 
@@ -47,6 +53,15 @@ impl Names {
             "submissionid" => &self.submission,
             _ => return None,
         })
+    }
+
+    /// The value of a path parameter named `name` (the request fields' names, and the Services proxy's).
+    fn path_parameter(&self, name: &str) -> Option<&str> {
+        match name {
+            "service" => Some(&self.service),
+            "path" => Some(&self.service_path),
+            other => self.field(other),
+        }
     }
 }
 
@@ -134,7 +149,7 @@ pub fn rest_calls(document: &Value, names: &Names) -> Vec<RestCall> {
                 }
                 let name = parameter["name"].as_str().expect("a parameter name");
                 let value = names
-                    .field(name)
+                    .path_parameter(name)
                     .unwrap_or_else(|| panic!("{label}: no value for the path parameter {name:?}"));
                 path = path.replace(&format!("{{{name}}}"), value);
             }
@@ -160,6 +175,10 @@ pub fn rest_calls(document: &Value, names: &Names) -> Vec<RestCall> {
 /// (free-form Kubernetes objects) a minimal object of the path's kind.
 fn request_body(label: &str, template: &str, body: &Value, names: &Names) -> (String, &'static str) {
     let content = &body["content"];
+    if content.get("application/octet-stream").is_some() {
+        // The Services proxy: whatever the Service takes.
+        return (String::new(), "application/octet-stream");
+    }
     let json_schema = &content["application/json"]["schema"];
     if let Some(reference) = json_schema["$ref"].as_str() {
         let message = reference

@@ -21,6 +21,7 @@ mod operations;
 mod operator;
 mod passthrough_watch;
 mod process;
+mod python_client;
 mod rbac;
 mod rest_clusters;
 mod rest_lifecycle;
