@@ -248,7 +248,6 @@ Everything keeps running. Try:
   tail -f .local/operator.log
   curl -s -H "Authorization: Bearer \$(bash scripts/apiserver.sh token bob)" $api/clusters
   curl -s http://127.0.0.1:8888/openapi.json | python3 -m json.tool | less
-  curl -s -H "Authorization: Bearer \$(bash scripts/apiserver.sh token bob)" $proxy/api/version
 The operator now runs in proxy mode; to go back to direct mode:
   bash scripts/operator.sh stop && bash scripts/operator.sh start
 Stop the operator and the cluster and remove everything:

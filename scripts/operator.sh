@@ -41,7 +41,9 @@ case "${1:-}" in
     # file names the operator process itself.
     setsid bash -c 'echo $$ >"$0" && exec "$@"' "$pidfile" "${command[@]}" >.local/operator.log 2>&1 </dev/null &
     for _ in $(seq 1 50); do [ -s "$pidfile" ] && break; sleep 0.1; done
-    for _ in $(seq 1 100); do
+    # Up to 120 s: a first start compiles the four plugins (a debug build, about 10 s each on a busy 2-core
+    # machine) before it is ready; later starts load them from the compiled-plugin cache.
+    for _ in $(seq 1 600); do
       if in_mode curl -fsS http://127.0.0.1:8082/readyz >/dev/null 2>&1; then
         echo "operator: ready ($(cat $modefile) mode, pid $(cat $pidfile), log .local/operator.log)"
         exit 0
@@ -49,7 +51,7 @@ case "${1:-}" in
       running || { echo "operator: exited; see .local/operator.log"; tail -20 .local/operator.log; exit 1; }
       sleep 0.2
     done
-    echo "operator: not ready after 20s; see .local/operator.log"
+    echo "operator: not ready after 120s; see .local/operator.log"
     exit 1
     ;;
   stop)
