@@ -35,6 +35,9 @@ use crate::{
 
 const TICK: Duration = Duration::from_millis(500);
 const RESTART_BACKOFF: Duration = Duration::from_secs(1);
+/// First and longest wait before creating a Pod's containers again after an error.
+const START_RETRY_MIN: Duration = Duration::from_secs(1);
+const START_RETRY_MAX: Duration = Duration::from_secs(10);
 /// Consecutive failed health checks before a running container is reported not ready.
 const FAILURES_BEFORE_UNREADY: u32 = 3;
 
@@ -118,7 +121,8 @@ impl PodRunner {
     /// Runs until the Pod object is gone from the API server (the sender side of `updates` is dropped).
     pub async fn run(mut self, mut updates: watch::Receiver<Arc<Pod>>) {
         tracing::info!(pod = %self.name(), plan = ?self.plan, "pod assigned to the simulated node");
-        let start_at = Instant::now() + self.directives.start_delay;
+        let mut start_at = Instant::now() + self.directives.start_delay;
+        let mut retry = START_RETRY_MIN;
         let mut started = false;
         // A Pod already being deleted when the node first sees it (its namespace went while the kubelet was
         // catching up) gets no further update: nothing would delete it.
@@ -127,8 +131,11 @@ impl PodRunner {
         }
         loop {
             if !started && !self.deleting && Instant::now() >= start_at {
-                started = true;
-                self.start().await;
+                // As the kubelet does, a Pod whose container could not be created (a ConfigMap its volume
+                // reads not there yet) is tried again with a growing back-off.
+                started = self.start().await;
+                start_at = Instant::now() + retry;
+                retry = (retry * 2).min(START_RETRY_MAX);
             }
             self.sync_status().await;
             tokio::select! {
@@ -146,7 +153,8 @@ impl PodRunner {
         tracing::info!(pod = %self.name(), "pod removed from the simulated node");
     }
 
-    async fn start(&mut self) {
+    /// Starts the Pod's containers; false when they could not be created (the error is in the status).
+    async fn start(&mut self) -> bool {
         if let Err(message) = self.start_workload().await {
             tracing::warn!(pod = %self.name(), %message, "could not start the pod's workload");
             for c in &mut self.model.containers {
@@ -156,8 +164,9 @@ impl PodRunner {
                 };
             }
             self.model.message = Some(message);
-            return;
+            return false;
         }
+        self.model.message = None;
         self.model.sandbox_ready = true;
         self.model.pod_ip = self.sandbox.as_ref().map(|s| s.ip).or(self.ip);
         for c in &mut self.model.init_containers {
@@ -172,6 +181,7 @@ impl PodRunner {
             .then(|| Instant::now() + self.directives.run_for.unwrap_or(Duration::from_secs(1)));
         self.apply_directives().await;
         self.update_readiness().await;
+        true
     }
 
     /// Creates the sandbox (for workloads that listen) and starts the workload in it.

@@ -269,3 +269,44 @@ async fn a_mapped_image_with_a_command_fails_to_start_with_a_reason() {
     );
     ns.delete(&client).await.unwrap();
 }
+
+#[tokio::test]
+async fn a_pod_whose_config_map_comes_later_starts_once_it_exists() {
+    let env = env().await;
+    map_whoami(env);
+    let client = env.client().await.unwrap();
+    let ns = env.namespace("mapped-late").await.unwrap();
+    let _: ServiceAccount = create(&client, &ns, json!({"metadata": {"name": "whoami"}})).await;
+    let mut pod = deployment(1)["spec"]["template"].clone();
+    pod["metadata"]["name"] = json!("late");
+    let _: Pod = create(&client, &ns, pod).await;
+    let api: Api<Pod> = Api::namespaced(client.clone(), ns.name());
+    let waiting = eventually("a CreateContainerError", Duration::from_secs(20), || async {
+        let pod = api.get("late").await.ok()?;
+        let status = pod.status?.container_statuses?.first()?.clone();
+        let waiting = status.state?.waiting?;
+        (waiting.reason.as_deref() == Some("CreateContainerError")).then_some(waiting)
+    })
+    .await;
+    assert!(
+        waiting.message.unwrap_or_default().contains("settings"),
+        "the error names the missing ConfigMap"
+    );
+    let _: ConfigMap = create(
+        &client,
+        &ns,
+        json!({"metadata": {"name": "settings"}, "data": {"greeting": "hello"}}),
+    )
+    .await;
+    eventually(
+        "the pod ready once its ConfigMap exists",
+        Duration::from_secs(60),
+        || async { api.get("late").await.ok().filter(is_ready) },
+    )
+    .await;
+    assert_eq!(
+        report(env, &ns, "late").await["env"]["POD_SAID"],
+        "hello from late"
+    );
+    ns.delete(&client).await.unwrap();
+}
