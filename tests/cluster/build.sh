@@ -7,8 +7,8 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$here"
 source ../go-tools.sh
-binaries=(etcd kube-apiserver kube-controller-manager kubectl)
-go_tools_up_to_date control-plane "${binaries[*]}" go.mod go.sum cmd/etcd/main.go build.sh && exit 0
+binaries=(etcd kube-apiserver kube-controller-manager kubectl kubelet-streaming)
+go_tools_up_to_date control-plane "${binaries[*]}" go.mod go.sum cmd/etcd/main.go cmd/kubelet-streaming/main.go build.sh && exit 0
 
 # Stamp the release into the binaries as the Kubernetes release tooling does, so `kubectl version` and the
 # API server's /version report it instead of v0.0.0.
@@ -22,6 +22,7 @@ go_tools_build_start control-plane \
   "building ${binaries[*]} from tests/cluster/go.mod (the first build takes several minutes)"
 go build -trimpath -ldflags="$ldflags" -o "$GO_TOOLS_OUT/" \
   ./cmd/etcd \
+  ./cmd/kubelet-streaming \
   k8s.io/kubernetes/cmd/kube-apiserver \
   k8s.io/kubernetes/cmd/kube-controller-manager \
   k8s.io/kubernetes/cmd/kubectl

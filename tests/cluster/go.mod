@@ -1,13 +1,16 @@
-// Pins the Kubernetes control plane (kube-apiserver, kube-controller-manager, kubectl) and etcd that the
-// tests and the demo run. k8s.io/kubernetes is not meant to be used as a module: its go.mod points every
-// staging module at ./staging, so each one is mapped here to the version published with the release.
+// Pins the Kubernetes control plane (kube-apiserver, kube-controller-manager, kubectl), etcd and the simulated
+// kubelet's streaming endpoint (k8s.io/cri-streaming) that the tests and the demo run. k8s.io/kubernetes is not
+// meant to be used as a module: its go.mod points every staging module at ./staging, so each one is mapped here
+// to the version published with the release.
 module github.com/kuberay-wasm/kuberay-wasm/tests/cluster
 
 go 1.26.0
 
 require (
 	go.etcd.io/etcd/server/v3 v3.6.8
+	k8s.io/cri-streaming v0.36.3
 	k8s.io/kubernetes v1.36.3
+	k8s.io/utils v0.0.0-20260210185600-b8788abfbbc2
 )
 
 require (
@@ -180,7 +183,6 @@ require (
 	k8s.io/mount-utils v0.0.0 // indirect
 	k8s.io/pod-security-admission v0.0.0 // indirect
 	k8s.io/streaming v0.36.3 // indirect
-	k8s.io/utils v0.0.0-20260210185600-b8788abfbbc2 // indirect
 	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.34.0 // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/kustomize/api v0.21.1 // indirect

@@ -14,6 +14,9 @@
 //!   entrypointPath: /usr/local/bin/kuberay-wasm   # default: /usr/local/bin/<file name>
 //!   paths:
 //!     /opt/kuberay-wasm/plugins: /work/main/.local/plugins
+//! curlimages/curl:latest:
+//!   entrypoint: /usr/bin/curl
+//!   hostCommands: true      # `command: ["sleep", "infinity"]` runs the host's sleep
 //! ```
 
 use std::{
@@ -50,6 +53,11 @@ pub struct ImageSpec {
     /// Image paths (absolute) and the host files or directories bind-mounted (read-only) there.
     #[serde(default)]
     pub paths: BTreeMap<String, PathBuf>,
+    /// Whether a container's `command` may name other programs, found in the container's view of the host's
+    /// files (for tool images such as `curlimages/curl`, whose Pods run `sleep infinity`). Without it, only
+    /// the entrypoint may be named.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub host_commands: bool,
 }
 
 impl ImageSpec {
@@ -58,7 +66,14 @@ impl ImageSpec {
             entrypoint: entrypoint.into(),
             entrypoint_path: None,
             paths: BTreeMap::new(),
+            host_commands: false,
         }
+    }
+
+    /// Lets containers run other programs of the host with `command` (see [`ImageSpec::host_commands`]).
+    pub fn with_host_commands(mut self) -> Self {
+        self.host_commands = true;
+        self
     }
 
     /// Also bind-mounts `host` at `image_path`.

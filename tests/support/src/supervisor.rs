@@ -18,10 +18,10 @@ use tokio::{
 };
 
 use crate::{
-    controlplane::ControlPlane,
+    controlplane::{ControlPlane, KUBELET_CLIENT_CN},
     error::{Error, Result},
     info::EnvInfo,
-    kubelet::{HeadMode, KubeletConfig, SimKubelet},
+    kubelet::{HeadMode, KubeletConfig, SimKubelet, StreamingConfig},
     network::{OperatorLink, PodNetwork, api_forward},
     paths::Layout,
     registry::RegistryServer,
@@ -91,6 +91,8 @@ struct RunningEnv {
 async fn start(config: &SupervisorConfig, instance: &str, dir: &Path) -> Result<RunningEnv> {
     // The network comes first: the API server's certificate must name the host's address on it, where Pods
     // reach the `kubernetes` Service.
+    // Every binary is found before anything starts.
+    let streaming_binary = config.layout.binary("kubelet-streaming")?;
     let network = PodNetwork::create(instance).await?;
     let sans = [network.host_ip().to_string()];
     // The registry starts alongside the control plane (it needs about a second and nothing of it).
@@ -166,6 +168,13 @@ async fn start(config: &SupervisorConfig, instance: &str, dir: &Path) -> Result<
             .map(|f| std::path::absolute(&f).unwrap_or_else(|_| PathBuf::from(f))),
         api_service: Some(service),
         exec_helper: std::env::current_exe().ok(),
+        streaming: Some(StreamingConfig {
+            binary: streaming_binary,
+            cert: plane.pki().kubelet_cert.clone(),
+            key: plane.pki().kubelet_key.clone(),
+            client_ca: plane.ca_cert().to_path_buf(),
+            client_cn: KUBELET_CLIENT_CN.to_string(),
+        }),
     };
     let kubelet = match SimKubelet::start(
         kubelet_config,
@@ -184,6 +193,12 @@ async fn start(config: &SupervisorConfig, instance: &str, dir: &Path) -> Result<
             return Err(e);
         }
     };
+    if let Some(pid) = kubelet.streaming_pid() {
+        component_pids.push(pid);
+        let pids: Vec<String> = component_pids.iter().map(u32::to_string).collect();
+        std::fs::write(dir.join(stale::COMPONENT_PIDS_FILE), pids.join("\n"))
+            .map_err(Error::io("writing the component pid file"))?;
+    }
     let kubeconfigs: BTreeMap<String, PathBuf> = ["admin", "alice", "bob"]
         .iter()
         .map(|who| (who.to_string(), plane.kubeconfig(who)))

@@ -77,6 +77,22 @@ enum Cmd {
         /// The container's spec (JSON) the kubelet wrote.
         spec: PathBuf,
     },
+    /// Run a command in a running container of a mapped image (the kubelet's streaming endpoint runs this
+    /// for `kubectl exec`; see `kubelet::enter`).
+    #[command(hide = true)]
+    PodEnter {
+        /// The environment's state directory.
+        #[arg(long)]
+        state_dir: PathBuf,
+        /// `<namespace>/<name>`.
+        #[arg(long)]
+        pod: String,
+        #[arg(long)]
+        container: String,
+        /// The command and its arguments.
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
 }
 
 fn parse_head(s: &str) -> Result<HeadMode, String> {
@@ -88,6 +104,15 @@ fn main() -> anyhow::Result<()> {
     // Before any thread exists: it enters namespaces and becomes the container's process.
     if let Cmd::PodExec { spec } = &cli.command {
         return pod_exec(spec);
+    }
+    if let Cmd::PodEnter {
+        state_dir,
+        pod,
+        container,
+        command,
+    } = &cli.command
+    {
+        return pod_enter(state_dir, pod, container, command);
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let layout = Layout::discover();
@@ -129,7 +154,7 @@ fn main() -> anyhow::Result<()> {
             runtime.block_on(stale::sweep());
             Ok(())
         }
-        Cmd::PodExec { .. } => Ok(()),
+        Cmd::PodExec { .. } | Cmd::PodEnter { .. } => Ok(()),
     }
 }
 
@@ -139,6 +164,22 @@ fn pod_exec(spec: &std::path::Path) -> anyhow::Result<()> {
     match kuberay_testenv::kubelet::exec::exec(&spec) {
         Ok(never) => match never {},
         Err(message) => bail!("kuberay-testenv pod-exec: cannot start the container: {message}"),
+    }
+}
+
+fn pod_enter(
+    state_dir: &std::path::Path,
+    pod: &str,
+    container: &str,
+    command: &[String],
+) -> anyhow::Result<()> {
+    use kuberay_testenv::kubelet::enter;
+    let result =
+        enter::locate(state_dir, pod, container).and_then(|(spec, pid)| enter::enter(&spec, pid, command));
+    match result {
+        Ok(never) => match never {},
+        // The exec session's stderr: the user of `kubectl exec` reads this.
+        Err(message) => bail!("cannot run {command:?} in container {container} of pod {pod}: {message}"),
     }
 }
 

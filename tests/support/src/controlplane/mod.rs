@@ -20,7 +20,7 @@ pub use identities::{Identities, Identity, write_kubeconfig, write_kubeconfig_vi
 use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::{Api, Client};
 pub(crate) use pki::{Authority, write as write_file};
-pub use pki::{KUBERNETES_SERVICE_IP, Pki};
+pub use pki::{KUBELET_CLIENT_CN, KUBERNETES_SERVICE_IP, Pki};
 use tokio::process::Command;
 
 use self::{ports::free_port, process::ManagedProcess};
@@ -126,6 +126,14 @@ impl ControlPlane {
             ),
             // The `kubernetes` Service would point at 127.0.0.1, which Endpoints reject.
             "--endpoint-reconciler-type=none".to_string(),
+            // `pods/exec` reaches the simulated kubelet's streaming endpoint at the Node's address and port.
+            format!(
+                "--kubelet-client-certificate={}",
+                pki.kubelet_client_cert.display()
+            ),
+            format!("--kubelet-client-key={}", pki.kubelet_client_key.display()),
+            format!("--kubelet-certificate-authority={}", pki.ca_cert.display()),
+            "--kubelet-preferred-address-types=InternalIP".to_string(),
             "--allow-privileged=true".to_string(),
             "--profiling=false".to_string(),
             "--v=1".to_string(),
@@ -211,6 +219,11 @@ impl ControlPlane {
     /// `https://127.0.0.1:<port>`.
     pub fn server(&self) -> &str {
         &self.server
+    }
+
+    /// The generated certificates and keys.
+    pub fn pki(&self) -> &Pki {
+        &self.pki
     }
 
     pub fn ca_cert(&self) -> &Path {

@@ -1,5 +1,6 @@
-//! Certificates and keys for a throw-away control plane: a CA, the API server's serving certificate and the
-//! key pair that signs service-account tokens. Everything is generated fresh for each environment and lives
+//! Certificates and keys for a throw-away control plane: a CA, the API server's serving certificate, the
+//! kubelet's serving certificate and the API server's client certificate for it, and the key pair that signs
+//! service-account tokens. Everything is generated fresh for each environment and lives
 //! only in its temporary directory. [`Authority`] also makes the OCI registry's CA and certificate.
 
 use std::{fs, os::unix::fs::PermissionsExt, path::Path};
@@ -20,7 +21,18 @@ pub struct Pki {
     pub serving_key: std::path::PathBuf,
     pub service_account_key: std::path::PathBuf,
     pub service_account_pub: std::path::PathBuf,
+    /// The simulated kubelet's serving certificate (its streaming endpoint), valid for the same addresses.
+    pub kubelet_cert: std::path::PathBuf,
+    pub kubelet_key: std::path::PathBuf,
+    /// What the API server presents to the kubelet (`--kubelet-client-certificate`), named
+    /// [`KUBELET_CLIENT_CN`].
+    pub kubelet_client_cert: std::path::PathBuf,
+    pub kubelet_client_key: std::path::PathBuf,
 }
+
+/// The common name of the API server's kubelet client certificate, as kubeadm names it; the kubelet serves
+/// no one else.
+pub const KUBELET_CLIENT_CN: &str = "kube-apiserver-kubelet-client";
 
 /// The first address of the service CIDR, which the API server reserves for the `kubernetes` Service.
 pub const KUBERNETES_SERVICE_IP: &str = "10.96.0.1";
@@ -41,7 +53,9 @@ impl Pki {
             KUBERNETES_SERVICE_IP.to_string(),
         ];
         names.extend(extra_addresses.iter().cloned());
-        let serving = ca.serving_certificate("kube-apiserver", names)?;
+        let serving = ca.serving_certificate("kube-apiserver", names.clone())?;
+        let kubelet = ca.serving_certificate("kubelet", names)?;
+        let kubelet_client = ca.client_certificate(KUBELET_CLIENT_CN, "system:masters")?;
 
         let sa_key = KeyPair::generate()?;
 
@@ -52,6 +66,10 @@ impl Pki {
             serving_key: dir.join("apiserver.key"),
             service_account_key: dir.join("sa.key"),
             service_account_pub: dir.join("sa.pub"),
+            kubelet_cert: dir.join("kubelet.crt"),
+            kubelet_key: dir.join("kubelet.key"),
+            kubelet_client_cert: dir.join("apiserver-kubelet-client.crt"),
+            kubelet_client_key: dir.join("apiserver-kubelet-client.key"),
         };
         write(&pki.ca_cert, &ca.cert_pem(), 0o644)?;
         write(&pki.ca_key, &ca.key_pem(), 0o600)?;
@@ -59,6 +77,10 @@ impl Pki {
         write(&pki.serving_key, &serving.key_pem, 0o600)?;
         write(&pki.service_account_key, &sa_key.serialize_pem(), 0o600)?;
         write(&pki.service_account_pub, &sa_key.public_key_pem(), 0o644)?;
+        write(&pki.kubelet_cert, &kubelet.cert_pem, 0o644)?;
+        write(&pki.kubelet_key, &kubelet.key_pem, 0o600)?;
+        write(&pki.kubelet_client_cert, &kubelet_client.cert_pem, 0o644)?;
+        write(&pki.kubelet_client_key, &kubelet_client.key_pem, 0o600)?;
         Ok(pki)
     }
 }
@@ -69,7 +91,7 @@ pub(crate) struct Authority {
     issuer: CertifiedIssuer<'static, KeyPair>,
 }
 
-/// A serving certificate and its private key, PEM-encoded.
+/// A certificate and its private key, PEM-encoded.
 pub(crate) struct ServingCertificate {
     pub(crate) cert_pem: String,
     pub(crate) key_pem: String,
@@ -114,6 +136,28 @@ impl Authority {
             KeyUsagePurpose::DigitalSignature,
             KeyUsagePurpose::KeyEncipherment,
         ];
+        let cert = params.signed_by(&key, &self.issuer)?;
+        Ok(ServingCertificate {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+        })
+    }
+
+    /// A client certificate for `common_name` in `organization` (a Kubernetes user and group), signed by
+    /// this CA.
+    pub(crate) fn client_certificate(
+        &self,
+        common_name: &str,
+        organization: &str,
+    ) -> Result<ServingCertificate> {
+        let key = KeyPair::generate()?;
+        let mut params = CertificateParams::new(Vec::<String>::new())?;
+        params.distinguished_name.push(DnType::CommonName, common_name);
+        params
+            .distinguished_name
+            .push(DnType::OrganizationName, organization);
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
         let cert = params.signed_by(&key, &self.issuer)?;
         Ok(ServingCertificate {
             cert_pem: cert.pem(),

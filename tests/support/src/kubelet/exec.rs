@@ -72,6 +72,12 @@ pub fn exec(spec: &ExecSpec) -> Result<std::convert::Infallible, String> {
         bind(&m.source, &m.target, m.read_only)?;
     }
     drop_privileges(spec)?;
+    run(spec, &spec.argv)
+}
+
+/// Changes to the container's working directory and replaces this process with `argv`, its program found
+/// on the container's `PATH` when it names no path (as a container runtime does).
+pub(super) fn run(spec: &ExecSpec, argv: &[String]) -> Result<std::convert::Infallible, String> {
     chdir(spec.working_dir.as_deref().unwrap_or("/")).map_err(|e| format!("changing directory: {e}"))?;
     let cstrings = |items: Vec<String>| -> Result<Vec<CString>, String> {
         items
@@ -79,10 +85,30 @@ pub fn exec(spec: &ExecSpec) -> Result<std::convert::Infallible, String> {
             .map(|s| CString::new(s).map_err(|e| format!("argument with a NUL byte: {e}")))
             .collect()
     };
-    let argv = cstrings(spec.argv.clone())?;
+    let first = argv.first().ok_or("no command")?;
+    let program = find_program(first, &spec.env)?;
+    let args = cstrings(argv.to_vec())?;
     let env = cstrings(spec.env.iter().map(|(k, v)| format!("{k}={v}")).collect())?;
-    let program = argv.first().ok_or("no entrypoint")?;
-    execve(program, &argv, &env).map_err(|e| format!("executing {}: {e}", spec.argv[0]))
+    let program = CString::new(program.into_os_string().into_encoded_bytes())
+        .map_err(|e| format!("program path with a NUL byte: {e}"))?;
+    execve(&program, &args, &env).map_err(|e| format!("executing {first}: {e}"))
+}
+
+/// `name` itself when it has a `/`, else the first executable file of that name on the environment's `PATH`.
+fn find_program(name: &str, env: &[(String, String)]) -> Result<PathBuf, String> {
+    use std::os::unix::fs::PermissionsExt;
+    if name.contains('/') {
+        return Ok(PathBuf::from(name));
+    }
+    let path = env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "PATH")
+        .map_or("", |(_, v)| v.as_str());
+    std::env::split_paths(path)
+        .map(|dir| dir.join(name))
+        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
+        .ok_or_else(|| format!("executable file {name:?} not found in $PATH ({path})"))
 }
 
 fn bind(source: &Path, target: &Path, read_only: bool) -> Result<(), String> {
@@ -108,7 +134,7 @@ fn bind(source: &Path, target: &Path, read_only: bool) -> Result<(), String> {
     Ok(())
 }
 
-fn drop_privileges(spec: &ExecSpec) -> Result<(), String> {
+pub(super) fn drop_privileges(spec: &ExecSpec) -> Result<(), String> {
     if spec.uid.is_none() && spec.gid.is_none() && spec.groups.is_empty() {
         return Ok(());
     }

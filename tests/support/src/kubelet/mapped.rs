@@ -38,6 +38,33 @@ pub fn pod_dir(shared: &Shared, pod: &Pod) -> PathBuf {
         .join(pod.uid().unwrap_or_else(|| pod.name_any()))
 }
 
+/// Links `<state dir>/pods/by-name/<namespace>_<pod>` to the Pod's directory, where `pod-enter` finds its
+/// containers (a newer Pod of the same name takes the link over).
+pub fn link_by_name(shared: &Shared, pod: &Pod) -> Result<(), String> {
+    let link = by_name(shared, pod);
+    let parent = link.parent().ok_or("no parent directory")?;
+    std::fs::create_dir_all(parent).map_err(|e| format!("creating {}: {e}", parent.display()))?;
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(pod_dir(shared, pod), &link)
+        .map_err(|e| format!("linking {}: {e}", link.display()))
+}
+
+/// Removes the Pod's link unless a newer Pod of the same name has taken it over.
+pub fn unlink_by_name(shared: &Shared, pod: &Pod) {
+    let link = by_name(shared, pod);
+    if std::fs::read_link(&link).is_ok_and(|target| target == pod_dir(shared, pod)) {
+        let _ = std::fs::remove_file(&link);
+    }
+}
+
+fn by_name(shared: &Shared, pod: &Pod) -> PathBuf {
+    super::enter::pod_link(
+        &shared.config.state_dir,
+        &pod.namespace().unwrap_or_default(),
+        &pod.name_any(),
+    )
+}
+
 /// Where a container's output goes: `<state dir>/logs/pods/<namespace>_<pod>_<container>.log`.
 pub fn log_path(state_dir: &Path, pod: &Pod, container: &str) -> PathBuf {
     state_dir.join("logs/pods").join(format!(
@@ -82,13 +109,6 @@ async fn launch(
     image: &ImageSpec,
 ) -> Result<ContainerLaunch, String> {
     let name = &container.name;
-    if container.command.is_some() {
-        return Err(format!(
-            "container {name}: `command` is not supported for the mapped image {:?} (its entrypoint is the \
-             mapped executable); pass `args` only",
-            container.image.as_deref().unwrap_or_default()
-        ));
-    }
     let env = container_env::build(
         &shared.kubelet,
         pod,
@@ -98,14 +118,23 @@ async fn launch(
     )
     .await?;
     let entrypoint = image.entrypoint_in_container();
-    let mut argv = vec![entrypoint.clone()];
-    argv.extend(
-        container
-            .args
-            .iter()
-            .flatten()
-            .map(|a| container_env::expand(a, &env)),
-    );
+    let expand =
+        |items: &[String]| -> Vec<String> { items.iter().map(|a| container_env::expand(a, &env)).collect() };
+    let mut argv = match container.command.as_deref().unwrap_or_default() {
+        [] => vec![entrypoint.clone()],
+        // The image's own entrypoint named as the command (`command: ["/submitter"]`).
+        [first, ..] if *first == entrypoint => expand(container.command.as_deref().unwrap_or_default()),
+        command if image.host_commands => expand(command),
+        _ => {
+            return Err(format!(
+                "container {name}: `command` is not supported for the mapped image {:?}: its entrypoint is \
+                 the mapped executable at {entrypoint}, and the image map does not allow other commands \
+                 (`hostCommands`); pass `args` only or name {entrypoint}",
+                container.image.as_deref().unwrap_or_default()
+            ));
+        }
+    };
+    argv.extend(expand(container.args.as_deref().unwrap_or_default()));
     let mut mounts = vec![MountSpec {
         source: image.entrypoint.clone(),
         target: entrypoint.into(),

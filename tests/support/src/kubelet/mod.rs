@@ -9,12 +9,14 @@ mod atomic_writer;
 mod binder;
 mod container_env;
 mod directives;
+pub mod enter;
 pub mod exec;
 mod mapped;
 mod node;
 mod pod;
 pub(crate) mod probe;
 mod status;
+mod streaming;
 mod token;
 mod volumes;
 
@@ -31,7 +33,10 @@ use kube::{
     Api, Client, ResourceExt,
     runtime::watcher::{self, watcher},
 };
+pub use streaming::StreamingConfig;
 use tokio::{sync::watch, task::JoinHandle};
+
+use streaming::StreamingServer;
 
 use crate::{annotations, network::PodNetwork};
 
@@ -50,6 +55,8 @@ pub struct KubeletConfig {
     pub api_service: Option<std::net::SocketAddr>,
     /// The `kuberay-testenv` binary, whose `pod-exec` command starts containers of mapped images.
     pub exec_helper: Option<PathBuf>,
+    /// The streaming endpoint (`pods/exec`); it needs [`KubeletConfig::exec_helper`] too.
+    pub streaming: Option<StreamingConfig>,
 }
 
 /// State shared by the kubelet's tasks.
@@ -58,6 +65,8 @@ pub(crate) struct Shared {
     network: Arc<PodNetwork>,
     kubelet: Client,
     scheduler: Client,
+    /// The port of the streaming endpoint, advertised in the Node status.
+    kubelet_port: Option<u16>,
 }
 
 impl Shared {
@@ -73,6 +82,7 @@ impl Shared {
 pub struct SimKubelet {
     tasks: Vec<JoinHandle<()>>,
     pods: Arc<Mutex<HashMap<String, PodEntry>>>,
+    streaming: Option<StreamingServer>,
 }
 
 struct PodEntry {
@@ -88,20 +98,41 @@ impl SimKubelet {
         kubelet: Client,
         scheduler: Client,
     ) -> crate::error::Result<Self> {
+        let streaming = match (&config.streaming, &config.exec_helper) {
+            (Some(streaming), Some(helper)) => {
+                Some(StreamingServer::start(streaming, network.host_ip(), helper, &config.state_dir).await?)
+            }
+            _ => None,
+        };
         let shared = Arc::new(Shared {
+            kubelet_port: streaming.as_ref().map(|s| s.port),
             config,
             network,
             kubelet,
             scheduler,
         });
-        node::register(&shared).await?;
+        if let Err(e) = node::register(&shared).await {
+            if let Some(streaming) = streaming {
+                streaming.stop().await;
+            }
+            return Err(e);
+        }
         let pods: Arc<Mutex<HashMap<String, PodEntry>>> = Arc::default();
         let tasks = vec![
             tokio::spawn(node::heartbeat(shared.clone())),
             tokio::spawn(binder::run(shared.clone())),
             tokio::spawn(run_pods(shared.clone(), pods.clone())),
         ];
-        Ok(Self { tasks, pods })
+        Ok(Self {
+            tasks,
+            pods,
+            streaming,
+        })
+    }
+
+    /// The process id of the streaming endpoint, a child process like the control plane's.
+    pub fn streaming_pid(&self) -> Option<u32> {
+        self.streaming.as_ref().and_then(StreamingServer::pid)
     }
 
     /// Stops watching, then stops every Pod's workload and removes its sandbox.
@@ -119,6 +150,9 @@ impl SimKubelet {
         // Dropping a Pod's sender makes its runner tear down as if the Pod had been deleted.
         let tasks: Vec<JoinHandle<()>> = entries.into_iter().map(|e| e.task).collect();
         futures::future::join_all(tasks).await;
+        if let Some(streaming) = self.streaming {
+            streaming.stop().await;
+        }
     }
 }
 

@@ -67,6 +67,8 @@ async fn write_status(shared: &Shared) -> Result<()> {
             {"type": "InternalIP", "address": shared.network.host_ip().to_string()},
             {"type": "Hostname", "address": shared.config.node_name},
         ],
+        // Where the API server sends `pods/exec` (0: no streaming endpoint, exec fails with a clear error).
+        "daemonEndpoints": {"kubeletEndpoint": {"Port": shared.kubelet_port.unwrap_or(0)}},
         "nodeInfo": {
             "machineID": "testenv", "systemUUID": "testenv", "bootID": "testenv",
             "kernelVersion": "simulated", "osImage": "kuberay-wasm testenv",

@@ -204,6 +204,7 @@ impl PodRunner {
         if self.plan == Plan::Mapped && self.volumes.is_none() {
             let dir = super::mapped::pod_dir(&self.shared, &self.pod);
             self.volumes = Some(PodVolumes::prepare(&self.shared.kubelet, &self.pod, &dir).await?);
+            super::mapped::link_by_name(&self.shared, &self.pod)?;
         }
         self.workload = Some(self.new_workload().await?);
         Ok(())
@@ -491,6 +492,7 @@ impl PodRunner {
             self.shared.network.release_ip(ip);
         }
         if let Some(volumes) = self.volumes.take() {
+            super::mapped::unlink_by_name(&self.shared, &self.pod);
             volumes.remove();
         }
     }

@@ -74,6 +74,11 @@ impl ProcessPod {
                 .kill_on_drop(true)
                 .spawn()
                 .map_err(Error::io(format!("starting container {}", launch.container.name)))?;
+            // `pod-enter` (exec in the container) joins this process's namespaces.
+            if let Some(pid) = child.id() {
+                std::fs::write(launch.spec_file.with_extension("pid"), pid.to_string())
+                    .map_err(Error::io("writing a container's process id"))?;
+            }
             processes.push(Process {
                 name: launch.container.name.clone(),
                 child,

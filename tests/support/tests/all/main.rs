@@ -11,6 +11,7 @@
 mod cleanup;
 mod control_plane;
 mod crds;
+mod exec;
 mod garbage_collection;
 mod kubelet;
 mod mapped_images;
