@@ -22,7 +22,10 @@ use crate::{
     error::{Error, Result},
     info::EnvInfo,
     kubelet::{HeadMode, KubeletConfig, SimKubelet, StreamingConfig},
-    network::{OperatorLink, PodNetwork, api_forward},
+    network::{
+        OperatorLink, PodNetwork, api_forward,
+        services::{ServiceView, dns, proxy},
+    },
     paths::Layout,
     registry::RegistryServer,
     stale,
@@ -85,6 +88,8 @@ struct RunningEnv {
     network: Arc<PodNetwork>,
     operator_link: OperatorLink,
     api_forwarder: tokio::task::JoinHandle<()>,
+    /// The cluster DNS, the Service proxy and their watches.
+    cluster_services: Vec<tokio::task::JoinHandle<()>>,
     kubelet: SimKubelet,
 }
 
@@ -150,6 +155,16 @@ async fn start(config: &SupervisorConfig, instance: &str, dir: &Path) -> Result<
             return Err(e);
         }
     };
+    let cluster_services = match start_cluster_services(&plane, &network).await {
+        Ok(tasks) => tasks,
+        Err(e) => {
+            api_forwarder.abort();
+            operator_link.destroy().await;
+            network.destroy().await;
+            plane.stop().await;
+            return Err(e);
+        }
+    };
     let operator_kubeconfig = dir.join("kubeconfigs/operator-isolated.kubeconfig");
     crate::controlplane::write_kubeconfig_via(
         &operator_kubeconfig,
@@ -167,6 +182,7 @@ async fn start(config: &SupervisorConfig, instance: &str, dir: &Path) -> Result<
         images_file: std::env::var_os(crate::images::IMAGES_ENV)
             .map(|f| std::path::absolute(&f).unwrap_or_else(|_| PathBuf::from(f))),
         api_service: Some(service),
+        cluster_dns: Some(network.host_ip()),
         exec_helper: std::env::current_exe().ok(),
         streaming: Some(StreamingConfig {
             binary: streaming_binary,
@@ -187,6 +203,7 @@ async fn start(config: &SupervisorConfig, instance: &str, dir: &Path) -> Result<
         Ok(k) => k,
         Err(e) => {
             api_forwarder.abort();
+            cluster_services.iter().for_each(tokio::task::JoinHandle::abort);
             operator_link.destroy().await;
             network.destroy().await;
             plane.stop().await;
@@ -228,8 +245,28 @@ async fn start(config: &SupervisorConfig, instance: &str, dir: &Path) -> Result<
         network,
         operator_link,
         api_forwarder,
+        cluster_services,
         kubelet,
     })
+}
+
+/// The cluster DNS on the host's pod-network address and the Service proxy on the bridge, reading Services and
+/// EndpointSlices as kube-proxy's user.
+async fn start_cluster_services(
+    plane: &ControlPlane,
+    network: &PodNetwork,
+) -> Result<Vec<tokio::task::JoinHandle<()>>> {
+    let client = plane.client(&plane.identities().proxy.user).await?;
+    let (view, mut tasks) = ServiceView::start(&client);
+    match dns::serve(network.host_ip(), view.clone()).await {
+        Ok(task) => tasks.push(task),
+        Err(e) => {
+            tasks.iter().for_each(tokio::task::JoinHandle::abort);
+            return Err(e);
+        }
+    }
+    tasks.push(proxy::start(view, network.bridge().to_string()));
+    Ok(tasks)
 }
 
 impl RunningEnv {
@@ -264,6 +301,9 @@ impl RunningEnv {
     async fn stop(self) {
         self.kubelet.shutdown().await;
         self.api_forwarder.abort();
+        self.cluster_services
+            .iter()
+            .for_each(tokio::task::JoinHandle::abort);
         self.operator_link.destroy().await;
         self.network.destroy().await;
         if let Some(registry) = self.registry {

@@ -29,6 +29,9 @@ pub struct Identities {
     pub scheduler: Identity,
     /// The simulated kubelet, subject to the Node authorizer and the NodeRestriction admission plugin.
     pub kubelet: Identity,
+    /// The cluster DNS and the Service proxy, with kube-proxy's user and its bootstrap role
+    /// (`system:node-proxier`).
+    pub proxy: Identity,
 }
 
 impl Identities {
@@ -47,10 +50,11 @@ impl Identities {
             controller_manager: identity("system:kube-controller-manager", &[])?,
             scheduler: identity("system:kube-scheduler", &[])?,
             kubelet: identity(&format!("system:node:{node_name}"), &["system:nodes"])?,
+            proxy: identity("system:kube-proxy", &[])?,
         })
     }
 
-    fn all(&self) -> [&Identity; 6] {
+    fn all(&self) -> [&Identity; 7] {
         [
             &self.admin,
             &self.alice,
@@ -58,6 +62,7 @@ impl Identities {
             &self.controller_manager,
             &self.scheduler,
             &self.kubelet,
+            &self.proxy,
         ]
     }
 

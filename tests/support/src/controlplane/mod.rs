@@ -154,6 +154,7 @@ impl ControlPlane {
             &identities.controller_manager,
             &identities.scheduler,
             &identities.kubelet,
+            &identities.proxy,
         ] {
             write_kubeconfig(
                 &kubeconfig_path(&kubeconfig_dir, &id.user),

@@ -162,6 +162,15 @@ async fn launch(
     }
     let (uid, gid, groups) = identity(pod, container)?;
     let dir = pod_dir(shared, pod);
+    if let Some(text) = super::resolv::resolv_conf(pod, shared.config.cluster_dns) {
+        let file = dir.join("resolv.conf");
+        std::fs::write(&file, text).map_err(|e| format!("writing {}: {e}", file.display()))?;
+        mounts.push(MountSpec {
+            source: file,
+            target: "/etc/resolv.conf".into(),
+            read_only: false,
+        });
+    }
     Ok(ContainerLaunch {
         container: container.clone(),
         spec: ExecSpec {

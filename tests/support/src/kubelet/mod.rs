@@ -15,6 +15,7 @@ mod mapped;
 mod node;
 mod pod;
 pub(crate) mod probe;
+mod resolv;
 mod status;
 mod streaming;
 mod token;
@@ -53,6 +54,8 @@ pub struct KubeletConfig {
     pub images_file: Option<PathBuf>,
     /// Where Pods reach the API server (the `kubernetes` Service variables point here).
     pub api_service: Option<std::net::SocketAddr>,
+    /// The cluster DNS server that containers' `/etc/resolv.conf` names (`dnsPolicy: ClusterFirst`).
+    pub cluster_dns: Option<std::net::Ipv4Addr>,
     /// The `kuberay-testenv` binary, whose `pod-exec` command starts containers of mapped images.
     pub exec_helper: Option<PathBuf>,
     /// The streaming endpoint (`pods/exec`); it needs [`KubeletConfig::exec_helper`] too.

@@ -4,9 +4,10 @@
 //! the bridge has no uplink and nothing forwards or NATs its traffic.
 
 pub mod api_forward;
-mod iproute;
+pub(crate) mod iproute;
 mod netns;
 mod operator_link;
+pub mod services;
 mod subnet;
 
 use std::{

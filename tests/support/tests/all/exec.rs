@@ -24,7 +24,7 @@ use crate::util::{create, env, ready_pod};
 const APP: &str = "testenv-whoami:exec";
 const TOOLS: &str = "testenv-tools:exec";
 
-fn map_images(env: &TestEnv) {
+pub(crate) fn map_images(env: &TestEnv) {
     let whoami: PathBuf = supervisor_binary()
         .unwrap()
         .parent()
@@ -48,14 +48,14 @@ fn map_images(env: &TestEnv) {
 
 /// A Pod with the whoami server and a tools container that sleeps, as KubeRay's e2e apiserver Pod has its
 /// `apiserver-curl` container.
-async fn pod(env: &TestEnv, ns: &TestNamespace) -> String {
+pub(crate) async fn pod(env: &TestEnv, ns: &TestNamespace) -> String {
     let client = env.client().await.unwrap();
     let _: ServiceAccount = create(&client, ns, json!({"metadata": {"name": "whoami"}})).await;
     let _: Pod = create(
         &client,
         ns,
         json!({
-            "metadata": {"name": "target"},
+            "metadata": {"name": "target", "labels": {"app": "target"}},
             "spec": {
                 "serviceAccountName": "whoami",
                 "terminationGracePeriodSeconds": 2,
@@ -66,6 +66,7 @@ async fn pod(env: &TestEnv, ns: &TestNamespace) -> String {
                         "name": "app",
                         "image": APP,
                         "args": ["--port", "8082"],
+                        "ports": [{"name": "http", "containerPort": 8082}],
                         "readinessProbe": {"httpGet": {"path": "/readyz", "port": 8082}, "periodSeconds": 1},
                     },
                     {
@@ -108,11 +109,17 @@ fn kubectl(env: &TestEnv, who: &str, args: &[&str], stdin: Option<&str>, spdy: b
     child.wait_with_output().unwrap()
 }
 
-fn text(bytes: &[u8]) -> String {
+pub(crate) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-fn exec(env: &TestEnv, ns: &TestNamespace, container: &str, command: &[&str], spdy: bool) -> Output {
+pub(crate) fn exec(
+    env: &TestEnv,
+    ns: &TestNamespace,
+    container: &str,
+    command: &[&str],
+    spdy: bool,
+) -> Output {
     let mut args = vec!["exec", "-n", ns.name(), "target", "-c", container, "--"];
     args.extend_from_slice(command);
     kubectl(env, "admin", &args, None, spdy)

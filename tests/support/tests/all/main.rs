@@ -9,6 +9,7 @@
 )]
 
 mod cleanup;
+mod cluster_services;
 mod control_plane;
 mod crds;
 mod exec;
