@@ -85,7 +85,8 @@ kuberay-hash:
 	@bash tests/kuberay-hash/build.sh
 
 # .local/bin/kuberay-operator: KubeRay's operator from its Go module (tests/kuberay-operator/go.mod), the baseline
-# of `make scale` and the other side of the Lease test (host/tests/all/kuberay_lease.rs).
+# of `make scale` and the other side of the Lease test (host/tests/all/kuberay_lease.rs); and
+# .local/bin/kuberay-rayjob-submitter, KubeRay's light-weight RayJob submitter, which the simulated kubelet runs.
 kuberay-operator:
 	@bash tests/kuberay-operator/build.sh
 

@@ -1,5 +1,6 @@
 //! The RayJob plugin on the real control plane: KubeRay's RayJob samples on real Ray heads (directly, and
-//! through the API server's proxy from where Pods are unreachable), and, on fake heads, a failing job, a
+//! through the API server's proxy from where Pods are unreachable), K8sJobMode submitters really running
+//! `ray job submit` against real heads, and, on fake heads, a failing job, a
 //! deleted running job, an operator killed mid-submission, deadlines, retries, suspend and resume,
 //! clusterSelector, InteractiveMode and a RayJob that deletes itself.
 
@@ -230,6 +231,103 @@ async fn kuberay_rayjob_samples_complete_through_the_api_server_proxy_only() {
     let ray = operator.ray_requests().await;
     assert!(succeeded_on(&ray, "proxy-service"), "{ray:?}");
     assert!(never_direct(&ray), "a direct connection was attempted: {ray:?}");
+    operator.stop().await;
+}
+
+/// A RayJob in KubeRay's default `K8sJobMode`: a submitter Job runs KubeRay's script (`ray job submit`, then
+/// `ray job logs --follow`) in a Pod of the Ray image, which the test environment runs for real in the Pod's
+/// network against the head's Service name.
+fn submitter_job(name: &str, entrypoint: &str) -> Value {
+    json!({
+        "apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": name},
+        "spec": {"entrypoint": entrypoint, "rayClusterSpec": small_cluster(json!({})),
+                 "runtimeEnvYAML": "env_vars:\n  GREETING: from-the-runtime-env\n"},
+    })
+}
+
+/// The output of the submitter Pod of `job` (its single container).
+async fn submitter_log(env: &TestEnv, client: &Client, ns: &TestNamespace, job: &str) -> String {
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(client.clone(), ns.name());
+    let list = pods
+        .list(&kube::api::ListParams::default().labels(&format!("job-name={job}")))
+        .await
+        .unwrap();
+    let pod = list.items.first().expect("the submitter Job's Pod");
+    let name = pod.metadata.name.clone().unwrap();
+    let container = pod.spec.as_ref().unwrap().containers[0].name.clone();
+    std::fs::read_to_string(env.container_log(ns.name(), &name, &container)).unwrap_or_default()
+}
+
+#[tokio::test]
+async fn k8s_job_mode_submitters_run_ray_job_submit_against_real_heads() {
+    let env = env().await;
+    let client = env.client().await.unwrap();
+    let ns = env
+        .namespace_with("rayjob-submitter", Some(HeadMode::Real))
+        .await
+        .unwrap();
+    let options = OperatorOptions {
+        plugins: vec![
+            kuberay_plugin_artifacts::RAYCLUSTER,
+            kuberay_plugin_artifacts::RAYJOB,
+        ],
+        ..OperatorOptions::default()
+    };
+    let operator = start_operator(env, &ns, options).await;
+    let api = rayjobs(&client, &ns);
+    let greet = "python -c \"import os; print('job says', os.environ['GREETING'])\"";
+    apply(&api, &submitter_job("greets", greet)).await;
+    apply(
+        &api,
+        &submitter_job("exits", "python -c \"import sys; sys.exit(3)\""),
+    )
+    .await;
+    // KubeRay's light-weight submitter (its `ray-job.light-weight-submitter.yaml` sample's template, without
+    // the pip packages): the Go `/submitter` posts the job and tails its logs over a WebSocket.
+    let dir = std::env::temp_dir().join(format!("kuberay-wasm-rayjob-{}", ns.name()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("light.py");
+    std::fs::write(
+        &script,
+        "import os\nprint('light says', os.environ['GREETING'])\n",
+    )
+    .unwrap();
+    let mut light = submitter_job("light", "");
+    light["spec"]["submitterPodTemplate"] = json!({"spec": {"restartPolicy": "Never", "containers": [{
+        "name": "my-custom-rayjob-submitter",
+        "image": "quay.io/kuberay/submitter:v1.5.1",
+        "command": ["/submitter"],
+        "args": ["--runtime-env-json", "{\"env_vars\":{\"GREETING\":\"light\"}}", "--",
+                 "python", script.display().to_string()],
+    }]}});
+    apply(&api, &light).await;
+
+    let ok = deployment(&api, "greets", "Complete", Duration::from_secs(300)).await;
+    assert_eq!(ok["jobStatus"], "SUCCEEDED", "{ok}");
+    // The submitter Pod ran `ray job submit` and followed the job's logs to its end.
+    let job_id = ok["jobId"].as_str().unwrap().to_string();
+    let log = submitter_log(env, &client, &ns, "greets").await;
+    assert!(
+        log.contains(&format!("Job '{job_id}' submitted successfully")),
+        "{log}"
+    );
+    assert!(log.contains("job says from-the-runtime-env"), "{log}");
+    let jobs: Api<k8s_openapi::api::batch::v1::Job> = Api::namespaced(client.clone(), ns.name());
+    let submitter = jobs.get("greets").await.unwrap();
+    assert_eq!(submitter.status.and_then(|s| s.succeeded), Some(1));
+
+    let failed = deployment(&api, "exits", "Failed", Duration::from_secs(300)).await;
+    assert_eq!(failed["jobStatus"], "FAILED", "{failed}");
+    assert_eq!(failed["reason"], "AppFailed", "{failed}");
+    let log = submitter_log(env, &client, &ns, "exits").await;
+    assert!(log.contains("submitted successfully"), "{log}");
+
+    let light = deployment(&api, "light", "Complete", Duration::from_secs(300)).await;
+    assert_eq!(light["jobStatus"], "SUCCEEDED", "{light}");
+    let log = submitter_log(env, &client, &ns, "light").await;
+    assert!(log.contains("SUCC -- Job"), "{log}");
+    assert!(log.contains("light says light"), "{log}");
+    let _ = std::fs::remove_dir_all(dir);
     operator.stop().await;
 }
 

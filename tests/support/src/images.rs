@@ -58,6 +58,9 @@ pub struct ImageSpec {
     /// the entrypoint may be named.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub host_commands: bool,
+    /// The image's `ENV` (`PATH` replaces the default search path); the container's `env` overrides it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
 }
 
 impl ImageSpec {
@@ -67,7 +70,14 @@ impl ImageSpec {
             entrypoint_path: None,
             paths: BTreeMap::new(),
             host_commands: false,
+            env: BTreeMap::new(),
         }
+    }
+
+    /// Sets a variable of the image's `ENV`.
+    pub fn with_env(mut self, name: &str, value: &str) -> Self {
+        self.env.insert(name.to_string(), value.to_string());
+        self
     }
 
     /// Lets containers run other programs of the host with `command` (see [`ImageSpec::host_commands`]).

@@ -177,6 +177,7 @@ async fn start(config: &SupervisorConfig, instance: &str, dir: &Path) -> Result<
         node_name: NODE_NAME.to_string(),
         default_head: config.default_head,
         ray_cli: config.layout.ray_cli(),
+        light_submitter: config.layout.binary("kuberay-rayjob-submitter").ok(),
         ray_python_path: Some(config.layout.ray_apps()),
         state_dir: dir.to_path_buf(),
         images_file: std::env::var_os(crate::images::IMAGES_ENV)

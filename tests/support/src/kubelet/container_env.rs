@@ -1,5 +1,5 @@
-//! A container's environment as a kubelet builds it: the `kubernetes` Service variables, `HOSTNAME`, then
-//! `envFrom` and `env` (literal values with `$(VAR)` references, `fieldRef`, `configMapKeyRef` and
+//! A container's environment as a kubelet and container runtime build it: the image's `ENV` (a default `PATH`
+//! otherwise), `HOSTNAME`, the `kubernetes` Service variables, then `envFrom` and `env` (literal values with `$(VAR)` references, `fieldRef`, `configMapKeyRef` and
 //! `secretKeyRef`).
 
 use std::{collections::BTreeMap, net::SocketAddr};
@@ -8,13 +8,15 @@ use k8s_openapi::api::core::v1::{ConfigMap, Container, Pod, Secret};
 use kube::{Api, Client, ResourceExt};
 
 /// The image's default search path (distroless and Debian images use this one).
-const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+pub(crate) const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
-/// The environment of `container`; `api` is where the `kubernetes` Service is reachable from the Pod.
+/// The environment of `container`; `image_env` is the image's `ENV`, `api` is where the `kubernetes` Service
+/// is reachable from the Pod.
 pub async fn build(
     client: &Client,
     pod: &Pod,
     container: &Container,
+    image_env: &BTreeMap<String, String>,
     pod_ip: Option<std::net::Ipv4Addr>,
     api: Option<SocketAddr>,
 ) -> Result<Vec<(String, String)>, String> {
@@ -23,6 +25,9 @@ pub async fn build(
         ("HOSTNAME".into(), pod.name_any()),
         ("HOME".into(), "/".into()),
     ];
+    for (k, v) in image_env {
+        set(&mut env, k.clone(), v.clone());
+    }
     if let Some(api) = api {
         env.extend(service_variables(api));
     }

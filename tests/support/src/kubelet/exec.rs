@@ -38,6 +38,9 @@ pub struct ExecSpec {
     pub argv: Vec<String>,
     pub env: Vec<(String, String)>,
     pub working_dir: Option<String>,
+    /// An entrypoint that is not mounted at its image path: that path, and the host file run for it.
+    #[serde(default)]
+    pub entrypoint: Option<(String, PathBuf)>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -86,7 +89,10 @@ pub(super) fn run(spec: &ExecSpec, argv: &[String]) -> Result<std::convert::Infa
             .collect()
     };
     let first = argv.first().ok_or("no command")?;
-    let program = find_program(first, &spec.env)?;
+    let program = match &spec.entrypoint {
+        Some((path, host)) if path == first => host.clone(),
+        _ => find_program(first, &spec.env)?,
+    };
     let args = cstrings(argv.to_vec())?;
     let env = cstrings(spec.env.iter().map(|(k, v)| format!("{k}={v}")).collect())?;
     let program = CString::new(program.into_os_string().into_encoded_bytes())

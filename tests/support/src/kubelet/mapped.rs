@@ -29,6 +29,70 @@ pub fn mapped_containers(shared: &Shared, pod: &Pod) -> Vec<(Container, ImageSpe
         .collect()
 }
 
+/// The containers of a RayJob's submitter Pod (a Job's Pod that is not a Ray node) that run for real when the
+/// namespace runs real Ray heads (`real_heads`), so that the submission reaches the real head by its Service
+/// name: those of a Ray image (KubeRay's default submitter script), as the Ray image with the project's
+/// virtualenv first on `PATH` (`ray`, `python`), and those of KubeRay's light-weight submitter image
+/// (`quay.io/kuberay/submitter`), as KubeRay's `/submitter` built from its Go module. Elsewhere submitter Pods
+/// stay simulated (they complete at once).
+pub fn ray_submitters(shared: &Shared, pod: &Pod, real_heads: bool) -> Vec<(Container, ImageSpec)> {
+    let owned_by_job = pod.owner_references().iter().any(|o| o.kind == "Job");
+    let ray_node = pod.labels().contains_key("ray.io/node-type");
+    if !real_heads || !owned_by_job || ray_node {
+        return Vec::new();
+    }
+    let ray = shared
+        .config
+        .ray_cli
+        .as_deref()
+        .and_then(Path::parent)
+        .map(|bin| {
+            ImageSpec::new("/bin/bash")
+                .at("/bin/bash")
+                .with_host_commands()
+                .with_env(
+                    "PATH",
+                    &format!("{}:{}", bin.display(), container_env::DEFAULT_PATH),
+                )
+        });
+    let light = shared
+        .config
+        .light_submitter
+        .as_ref()
+        .map(|bin| ImageSpec::new(bin).at("/submitter"));
+    pod.spec
+        .iter()
+        .flat_map(|s| &s.containers)
+        .filter_map(|c| {
+            let image = c.image.as_deref()?;
+            let spec = if is_ray_image(image) {
+                ray.clone()
+            } else if repository(image).ends_with("kuberay/submitter") {
+                light.clone()
+            } else {
+                None
+            };
+            Some((c.clone(), spec?))
+        })
+        .collect()
+}
+
+/// An image reference without its tag and digest.
+fn repository(image: &str) -> &str {
+    let without_digest = image.split('@').next().unwrap_or_default();
+    match without_digest.rsplit_once(':') {
+        Some((repo, tag)) if !tag.contains('/') => repo,
+        _ => without_digest,
+    }
+}
+
+/// Whether an image reference names one of Ray's images (`rayproject/ray`, `ray-ml`, `ray-llm`, from any
+/// registry, with any tag or digest).
+pub fn is_ray_image(image: &str) -> bool {
+    let name = repository(image).rsplit('/').next().unwrap_or_default();
+    matches!(name, "ray" | "ray-ml" | "ray-llm")
+}
+
 /// The Pod's state directory (volumes, container specs, mount shadows).
 pub fn pod_dir(shared: &Shared, pod: &Pod) -> PathBuf {
     shared
@@ -113,6 +177,7 @@ async fn launch(
         &shared.kubelet,
         pod,
         container,
+        &image.env,
         Some(ip),
         shared.config.api_service,
     )
@@ -135,11 +200,18 @@ async fn launch(
         }
     };
     argv.extend(expand(container.args.as_deref().unwrap_or_default()));
-    let mut mounts = vec![MountSpec {
-        source: image.entrypoint.clone(),
-        target: entrypoint.into(),
-        read_only: true,
-    }];
+    // The entrypoint is bind-mounted where the image has it, unless that is directly under `/` (KubeRay's
+    // `/submitter`), where no mount point can be made without touching the host: it then runs from the host
+    // path under its image path's name.
+    let top_level = Path::new(&entrypoint).parent() == Some(Path::new("/"));
+    let mut mounts = Vec::new();
+    if !top_level {
+        mounts.push(MountSpec {
+            source: image.entrypoint.clone(),
+            target: entrypoint.clone().into(),
+            read_only: true,
+        });
+    }
     mounts.extend(image.paths.iter().map(|(target, source)| MountSpec {
         source: source.clone(),
         target: target.into(),
@@ -183,6 +255,7 @@ async fn launch(
             argv,
             env,
             working_dir: container.working_dir.clone(),
+            entrypoint: top_level.then(|| (entrypoint, image.entrypoint.clone())),
         },
         spec_file: dir.join(format!("container-{name}.json")),
         log: log_path(&shared.config.state_dir, pod, name),
@@ -225,4 +298,30 @@ fn identity(pod: &Pod, container: &Container) -> Result<Identity, String> {
             .filter_map(|g| u32::try_from(g).ok()),
     );
     Ok((uid, gid.or(uid.map(|_| 0)), groups))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_ray_image;
+
+    #[test]
+    fn ray_images_are_known_by_their_repository_name() {
+        for image in [
+            "rayproject/ray:2.46.0",
+            "rayproject/ray:2.46.0-py310",
+            "docker.io/rayproject/ray-ml:latest",
+            "localhost:5000/team/ray@sha256:abc",
+            "rayproject/ray-llm",
+        ] {
+            assert!(is_ray_image(image), "{image}");
+        }
+        for image in [
+            "quay.io/kuberay/submitter:v1.5.1",
+            "busybox",
+            "ray-registry:5000/tools:1",
+            "my/raytools",
+        ] {
+            assert!(!is_ray_image(image), "{image}");
+        }
+    }
 }

@@ -46,6 +46,9 @@ pub struct KubeletConfig {
     /// What Ray head Pods run unless they or their Namespace say otherwise.
     pub default_head: HeadMode,
     pub ray_cli: Option<PathBuf>,
+    /// KubeRay's light-weight RayJob submitter (`make kuberay-operator`), run for its image in namespaces with
+    /// real Ray heads.
+    pub light_submitter: Option<PathBuf>,
     /// A directory real Ray heads (and their workers) import Python code from (`PYTHONPATH`).
     pub ray_python_path: Option<PathBuf>,
     /// Ray temp dirs and logs go under here.

@@ -79,7 +79,11 @@ pub struct PodRunner {
 impl PodRunner {
     pub async fn new(shared: Arc<Shared>, pod: Arc<Pod>) -> Self {
         let directives = Directives::of(&pod);
-        let mapped = super::mapped::mapped_containers(&shared, &pod);
+        let mut mapped = super::mapped::mapped_containers(&shared, &pod);
+        if mapped.is_empty() && directives.run_for.is_none() && directives.exit_code.is_none() {
+            let real_heads = head_mode(&shared, &pod, &directives).await == HeadMode::Real;
+            mapped = super::mapped::ray_submitters(&shared, &pod, real_heads);
+        }
         let plan = if mapped.is_empty() {
             plan_for(&shared, &pod, &directives).await
         } else {
@@ -532,17 +536,21 @@ async fn plan_for(shared: &Shared, pod: &Pod, directives: &Directives) -> Plan {
     if !is_head {
         return Plan::Simulated;
     }
-    let mode = match directives.head_mode {
+    match head_mode(shared, pod, directives).await {
+        HeadMode::Real => Plan::RealRay,
+        HeadMode::Fake => Plan::FakeRay,
+        HeadMode::None => Plan::Simulated,
+    }
+}
+
+/// What Ray heads of the Pod's namespace run: the Pod's annotation, the Namespace's, or the kubelet's default.
+async fn head_mode(shared: &Shared, pod: &Pod, directives: &Directives) -> HeadMode {
+    match directives.head_mode {
         Some(mode) => mode,
         None => shared
             .namespace_head_mode(&pod.namespace().unwrap_or_default())
             .await
             .unwrap_or(shared.config.default_head),
-    };
-    match mode {
-        HeadMode::Real => Plan::RealRay,
-        HeadMode::Fake => Plan::FakeRay,
-        HeadMode::None => Plan::Simulated,
     }
 }
 
