@@ -18,6 +18,7 @@
 )]
 
 mod apiserver_chart;
+mod apiserver_e2e_harness;
 mod apiserver_incluster;
 mod bad_values;
 mod chart;
