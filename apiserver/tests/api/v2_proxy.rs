@@ -203,3 +203,59 @@ async fn compute_templates_size_posted_clusters_and_heads_answer_through_the_ser
     drop(operator);
     tenant.remove(env).await;
 }
+
+#[tokio::test]
+async fn without_api_server_v2_the_pass_through_and_the_services_proxy_are_not_served() {
+    let env = env().await;
+    let server = Server::start(env, &["--enable-api-server-v2=false"]).await;
+    let admin = env.info().identities.admin.token.clone();
+    let (status, _) = send(
+        &server,
+        &admin,
+        reqwest::Method::POST,
+        "/apis/ray.io/v1/namespaces/default/rayclusters",
+        "application/yaml",
+        cluster_yaml("not-served", TEMPLATE),
+    )
+    .await;
+    assert_eq!(status, 404, "the pass-through is off");
+    let (status, _) = send(
+        &server,
+        &admin,
+        reqwest::Method::GET,
+        "/api/v1/namespaces/default/services/anything:8265/proxy/api/version",
+        "application/json",
+        String::new(),
+    )
+    .await;
+    assert_eq!(status, 404, "the Services proxy is off");
+    let (status, document) = send(
+        &server,
+        &admin,
+        reqwest::Method::GET,
+        "/openapi.json",
+        "application/json",
+        String::new(),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let paths: Vec<&String> = document["paths"].as_object().expect("paths").keys().collect();
+    assert!(
+        paths
+            .iter()
+            .all(|p| !p.starts_with("/apis/ray.io") && !p.contains("/proxy")),
+        "{paths:?}"
+    );
+    // The v1 API is still served.
+    let (status, body) = send(
+        &server,
+        &admin,
+        reqwest::Method::GET,
+        "/apis/v1/namespaces/default/compute_templates",
+        "application/json",
+        String::new(),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    server.stop().await.unwrap();
+}
