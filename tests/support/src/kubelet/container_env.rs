@@ -1,6 +1,6 @@
 //! A container's environment as a kubelet and container runtime build it: the image's `ENV` (a default `PATH`
-//! otherwise), `HOSTNAME`, the `kubernetes` Service variables, then `envFrom` and `env` (literal values with `$(VAR)` references, `fieldRef`, `configMapKeyRef` and
-//! `secretKeyRef`).
+//! otherwise), `HOSTNAME`, the `kubernetes` Service variables, then `envFrom` and `env` (literal values with
+//! `$(VAR)` references, `fieldRef`, `configMapKeyRef` and `secretKeyRef`).
 
 use std::{collections::BTreeMap, net::SocketAddr};
 
