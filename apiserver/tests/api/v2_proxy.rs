@@ -39,6 +39,19 @@ async fn send(
     (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
 }
 
+/// A GET with `token`; the status and the body.
+async fn get(server: &Server, token: &str, path: &str) -> (u16, Value) {
+    send(
+        server,
+        token,
+        reqwest::Method::GET,
+        path,
+        "application/json",
+        String::new(),
+    )
+    .await
+}
+
 /// A RayCluster as KubeRay's apiserversdk suite posts it: both groups name the template.
 fn cluster_yaml(name: &str, template: &str) -> String {
     format!(
@@ -219,25 +232,14 @@ async fn without_api_server_v2_the_pass_through_and_the_services_proxy_are_not_s
     )
     .await;
     assert_eq!(status, 404, "the pass-through is off");
-    let (status, _) = send(
+    let (status, _) = get(
         &server,
         &admin,
-        reqwest::Method::GET,
         "/api/v1/namespaces/default/services/anything:8265/proxy/api/version",
-        "application/json",
-        String::new(),
     )
     .await;
     assert_eq!(status, 404, "the Services proxy is off");
-    let (status, document) = send(
-        &server,
-        &admin,
-        reqwest::Method::GET,
-        "/openapi.json",
-        "application/json",
-        String::new(),
-    )
-    .await;
+    let (status, document) = get(&server, &admin, "/openapi.json").await;
     assert_eq!(status, 200);
     let paths: Vec<&String> = document["paths"].as_object().expect("paths").keys().collect();
     assert!(
@@ -247,15 +249,7 @@ async fn without_api_server_v2_the_pass_through_and_the_services_proxy_are_not_s
         "{paths:?}"
     );
     // The v1 API is still served.
-    let (status, body) = send(
-        &server,
-        &admin,
-        reqwest::Method::GET,
-        "/apis/v1/namespaces/default/compute_templates",
-        "application/json",
-        String::new(),
-    )
-    .await;
+    let (status, body) = get(&server, &admin, "/apis/v1/namespaces/default/compute_templates").await;
     assert_eq!(status, 200, "{body}");
     server.stop().await.unwrap();
 }

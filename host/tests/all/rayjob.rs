@@ -195,14 +195,7 @@ async fn kuberay_rayjob_samples_complete_on_real_ray_heads_directly() {
         .namespace_with("rayjob-real", Some(HeadMode::Real))
         .await
         .unwrap();
-    let options = OperatorOptions {
-        plugins: vec![
-            kuberay_plugin_artifacts::RAYCLUSTER,
-            kuberay_plugin_artifacts::RAYJOB,
-        ],
-        ..OperatorOptions::default()
-    };
-    let operator = start_operator(env, &ns, options).await;
+    let operator = rayjob_operator(env, &ns).await;
     run_samples(&client, &ns).await;
     assert!(
         operator.metric(
@@ -266,14 +259,7 @@ async fn k8s_job_mode_submitters_run_ray_job_submit_against_real_heads() {
         .namespace_with("rayjob-submitter", Some(HeadMode::Real))
         .await
         .unwrap();
-    let options = OperatorOptions {
-        plugins: vec![
-            kuberay_plugin_artifacts::RAYCLUSTER,
-            kuberay_plugin_artifacts::RAYJOB,
-        ],
-        ..OperatorOptions::default()
-    };
-    let operator = start_operator(env, &ns, options).await;
+    let operator = rayjob_operator(env, &ns).await;
     let api = rayjobs(&client, &ns);
     let greet = "python -c \"import os; print('job says', os.environ['GREETING'])\"";
     apply(&api, &submitter_job("greets", greet)).await;
@@ -331,9 +317,8 @@ async fn k8s_job_mode_submitters_run_ray_job_submit_against_real_heads() {
     operator.stop().await;
 }
 
-async fn fake_operator(env: &TestEnv, prefix: &str) -> (Client, TestNamespace, crate::support::Operator) {
-    let client = env.client().await.unwrap();
-    let ns = namespace(env, prefix).await;
+/// The operator with the RayCluster and RayJob plugins, watching `ns`.
+async fn rayjob_operator(env: &TestEnv, ns: &TestNamespace) -> crate::support::Operator {
     let options = OperatorOptions {
         plugins: vec![
             kuberay_plugin_artifacts::RAYCLUSTER,
@@ -341,7 +326,13 @@ async fn fake_operator(env: &TestEnv, prefix: &str) -> (Client, TestNamespace, c
         ],
         ..OperatorOptions::default()
     };
-    let operator = start_operator(env, &ns, options).await;
+    start_operator(env, ns, options).await
+}
+
+async fn fake_operator(env: &TestEnv, prefix: &str) -> (Client, TestNamespace, crate::support::Operator) {
+    let client = env.client().await.unwrap();
+    let ns = namespace(env, prefix).await;
+    let operator = rayjob_operator(env, &ns).await;
     (client, ns, operator)
 }
 

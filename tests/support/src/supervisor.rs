@@ -128,9 +128,7 @@ async fn start(config: &SupervisorConfig, instance: &str, dir: &Path) -> Result<
     };
     let mut component_pids = plane.pids();
     component_pids.extend(registry.as_ref().and_then(RegistryServer::pid));
-    let pids: Vec<String> = component_pids.iter().map(u32::to_string).collect();
-    std::fs::write(dir.join(stale::COMPONENT_PIDS_FILE), pids.join("\n"))
-        .map_err(Error::io("writing the component pid file"))?;
+    write_component_pids(dir, &component_pids)?;
     let api_server: SocketAddr = plane
         .server()
         .trim_start_matches("https://")
@@ -213,9 +211,7 @@ async fn start(config: &SupervisorConfig, instance: &str, dir: &Path) -> Result<
     };
     if let Some(pid) = kubelet.streaming_pid() {
         component_pids.push(pid);
-        let pids: Vec<String> = component_pids.iter().map(u32::to_string).collect();
-        std::fs::write(dir.join(stale::COMPONENT_PIDS_FILE), pids.join("\n"))
-            .map_err(Error::io("writing the component pid file"))?;
+        write_component_pids(dir, &component_pids)?;
     }
     let kubeconfigs: BTreeMap<String, PathBuf> = ["admin", "alice", "bob"]
         .iter()
@@ -249,6 +245,13 @@ async fn start(config: &SupervisorConfig, instance: &str, dir: &Path) -> Result<
         cluster_services,
         kubelet,
     })
+}
+
+/// Records the child processes a sweep kills if this supervisor dies (see [`stale`]).
+fn write_component_pids(dir: &Path, pids: &[u32]) -> Result<()> {
+    let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
+    std::fs::write(dir.join(stale::COMPONENT_PIDS_FILE), pids.join("\n"))
+        .map_err(Error::io("writing the component pid file"))
 }
 
 /// The cluster DNS on the host's pod-network address and the Service proxy on the bridge, reading Services and

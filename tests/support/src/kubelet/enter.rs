@@ -17,7 +17,7 @@ use nix::sched::{CloneFlags, setns};
 use super::exec::{ExecSpec, drop_privileges, run};
 
 /// The directory of links from `<namespace>_<pod>` to Pod directories.
-pub(crate) const BY_NAME: &str = "pods/by-name";
+const BY_NAME: &str = "pods/by-name";
 
 /// The link to a Pod's directory.
 pub(crate) fn pod_link(state_dir: &Path, namespace: &str, pod: &str) -> PathBuf {

@@ -29,18 +29,17 @@ pub fn mapped_containers(shared: &Shared, pod: &Pod) -> Vec<(Container, ImageSpe
         .collect()
 }
 
-/// The containers of a RayJob's submitter Pod (a Job's Pod that is not a Ray node) that run for real when the
-/// namespace runs real Ray heads (`real_heads`), so that the submission reaches the real head by its Service
-/// name: those of a Ray image (KubeRay's default submitter script), as the Ray image with the project's
-/// virtualenv first on `PATH` (`ray`, `python`), and those of KubeRay's light-weight submitter image
-/// (`quay.io/kuberay/submitter`), as KubeRay's `/submitter` built from its Go module. Elsewhere submitter Pods
-/// stay simulated (they complete at once).
-pub fn ray_submitters(shared: &Shared, pod: &Pod, real_heads: bool) -> Vec<(Container, ImageSpec)> {
-    let owned_by_job = pod.owner_references().iter().any(|o| o.kind == "Job");
-    let ray_node = pod.labels().contains_key("ray.io/node-type");
-    if !real_heads || !owned_by_job || ray_node {
-        return Vec::new();
-    }
+/// Whether the Pod may be a RayJob's submitter: a Job's Pod that is not a Ray node.
+pub fn is_submitter_pod(pod: &Pod) -> bool {
+    pod.owner_references().iter().any(|o| o.kind == "Job") && !pod.labels().contains_key("ray.io/node-type")
+}
+
+/// The containers of a submitter Pod ([`is_submitter_pod`]) in a namespace with real Ray heads that run for
+/// real, so that the submission reaches the real head by its Service name: those of a Ray image (KubeRay's
+/// default submitter script), as the Ray image with the project's virtualenv first on `PATH` (`ray`,
+/// `python`), and those of KubeRay's light-weight submitter image (`quay.io/kuberay/submitter`), as KubeRay's
+/// `/submitter` built from its Go module. Elsewhere submitter Pods stay simulated (they complete at once).
+pub fn ray_submitters(shared: &Shared, pod: &Pod) -> Vec<(Container, ImageSpec)> {
     let ray = shared
         .config
         .ray_cli

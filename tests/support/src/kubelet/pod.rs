@@ -80,9 +80,14 @@ impl PodRunner {
     pub async fn new(shared: Arc<Shared>, pod: Arc<Pod>) -> Self {
         let directives = Directives::of(&pod);
         let mut mapped = super::mapped::mapped_containers(&shared, &pod);
-        if mapped.is_empty() && directives.run_for.is_none() && directives.exit_code.is_none() {
-            let real_heads = head_mode(&shared, &pod, &directives).await == HeadMode::Real;
-            mapped = super::mapped::ray_submitters(&shared, &pod, real_heads);
+        // Only a submitter Pod costs the Namespace lookup of the head mode.
+        if mapped.is_empty()
+            && directives.run_for.is_none()
+            && directives.exit_code.is_none()
+            && super::mapped::is_submitter_pod(&pod)
+            && head_mode(&shared, &pod, &directives).await == HeadMode::Real
+        {
+            mapped = super::mapped::ray_submitters(&shared, &pod);
         }
         let plan = if mapped.is_empty() {
             plan_for(&shared, &pod, &directives).await

@@ -1,7 +1,7 @@
 //! Containers of mapped images run for real: a Deployment of `testenv-whoami` (see its binary) in Pods with
 //! their own address, private mounts and the ServiceAccount volume a kubelet would give them.
 
-use std::{path::PathBuf, time::Duration};
+use std::time::Duration;
 
 use k8s_openapi::api::{
     apps::v1::Deployment,
@@ -14,26 +14,16 @@ use kube::{
 use kuberay_testenv::{
     TestEnv, TestNamespace, annotations,
     images::{ImageMap, ImageSpec},
-    supervisor_binary,
 };
 use serde_json::{Value, json};
 
-use crate::util::{create, env, eventually, is_ready};
+use crate::util::{create, env, eventually, is_ready, whoami_binary};
 
 const IMAGE: &str = "testenv-whoami:test";
 
 /// Maps [`IMAGE`] to the `testenv-whoami` binary built next to the supervisor.
 fn map_whoami(env: &TestEnv) {
-    let whoami: PathBuf = supervisor_binary()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("testenv-whoami");
-    assert!(
-        whoami.is_file(),
-        "build it: cargo build -p kuberay-testenv --bins"
-    );
-    env.map_images(&ImageMap::one(IMAGE, ImageSpec::new(whoami)))
+    env.map_images(&ImageMap::one(IMAGE, ImageSpec::new(whoami_binary())))
         .unwrap();
 }
 

@@ -3,7 +3,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Pod;
 use kube::{Api, Client, api::PostParams};
 pub use kuberay_testenv::fixtures::{eventually, is_ready, poll_until};
-use kuberay_testenv::{TestEnv, TestNamespace};
+use kuberay_testenv::{TestEnv, TestNamespace, supervisor_binary};
 use serde_json::Value;
 
 /// The shared environment, or a clear failure.
@@ -46,4 +46,28 @@ pub async fn ready_pod(client: &Client, ns: &TestNamespace, name: &str) -> Pod {
 
 pub fn phase(pod: &Pod) -> &str {
     pod.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("")
+}
+
+/// The `testenv-whoami` binary built next to the supervisor (a mapped image's stand-in).
+pub fn whoami_binary() -> std::path::PathBuf {
+    let whoami = supervisor_binary()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("testenv-whoami");
+    assert!(
+        whoami.is_file(),
+        "build it: cargo build -p kuberay-testenv --bins"
+    );
+    whoami
+}
+
+/// The kubelet port the environment's Node advertises (`daemonEndpoints`).
+pub async fn kubelet_port(env: &TestEnv) -> i32 {
+    let client = env.client().await.unwrap();
+    let node: k8s_openapi::api::core::v1::Node = Api::all(client).get(&env.info().node_name).await.unwrap();
+    node.status
+        .and_then(|s| s.daemon_endpoints)
+        .and_then(|d| d.kubelet_endpoint)
+        .map_or(0, |e| e.port)
 }
