@@ -22,13 +22,6 @@ use kuberay_crds::constants::conditions as types;
 use kuberay_plugin_sdk::Host;
 use kuberay_rules::operator_env::OperatorEnv;
 
-/// The cluster spec that is hashed: `suspend` is passed to a cluster only when it is created.
-pub fn spec_for_hashing(service: &RayService) -> RayClusterSpec {
-    let mut spec = service.spec.ray_cluster_config.clone();
-    spec.suspend = None;
-    spec
-}
-
 /// The label selector of every cluster (and Service) a RayService made.
 pub fn owned_selector(service: &str) -> String {
     kuberay_rules::labels::selector(&[
@@ -47,7 +40,7 @@ pub fn goal(service: &RayService, name: &str) -> RayCluster {
         service.metadata.annotations.clone().unwrap_or_default();
     cluster_annotations.insert(
         annotations::RAY_HASH_WITHOUT_REPLICAS_AND_WORKERS_TO_DELETE.into(),
-        hash::without_replicas_and_workers_to_delete(&spec_for_hashing(service)),
+        hash::rayservice_hash(&service.spec.ray_cluster_config),
     );
     let groups = service
         .spec
@@ -105,10 +98,10 @@ pub fn hash_equal(service: &RayService, cluster: &RayCluster, partial: bool) -> 
         annotations::RAY_HASH_WITHOUT_REPLICAS_AND_WORKERS_TO_DELETE,
     )
     .unwrap_or_default();
-    let mut goal = spec_for_hashing(service);
     if !partial {
-        return cluster_hash == hash::without_replicas_and_workers_to_delete(&goal);
+        return cluster_hash == hash::rayservice_hash(&service.spec.ray_cluster_config);
     }
+    let mut goal = service.spec.ray_cluster_config.clone();
     let Some(count) =
         annotation(cluster, annotations::RAY_NUM_WORKER_GROUPS).and_then(|n| n.parse::<usize>().ok())
     else {
@@ -119,7 +112,7 @@ pub fn hash_equal(service: &RayService, cluster: &RayCluster, partial: bool) -> 
         return cluster_hash.is_empty();
     }
     groups.truncate(count);
-    cluster_hash == hash::without_replicas_and_workers_to_delete(&goal)
+    cluster_hash == hash::rayservice_hash(&goal)
 }
 
 /// KubeRay's `shouldUpdateCluster`: only appended worker groups (or another KubeRay version on the active

@@ -176,7 +176,7 @@ pub fn rollback_state<H: Host>(
     let Some(pending_cluster) = pending_cluster else {
         return;
     };
-    let goal = hash::without_replicas_and_workers_to_delete(&cluster::spec_for_hashing(&ctx.service));
+    let goal = hash::rayservice_hash(&ctx.service.spec.ray_cluster_config);
     let hash_of = |c: &RayCluster| {
         cluster::annotation(c, annotations::RAY_HASH_WITHOUT_REPLICAS_AND_WORKERS_TO_DELETE)
             .unwrap_or_default()

@@ -53,11 +53,6 @@ pub fn rayservice_hash(cluster_config: &RayClusterSpec) -> String {
     hash_value(value)
 }
 
-/// KubeRay's `GenerateHashWithoutReplicasAndWorkersToDelete` of the spec exactly as given.
-pub fn without_replicas_and_workers_to_delete(spec: &RayClusterSpec) -> String {
-    hash_value(to_value(spec))
-}
-
 /// What Go's `json.Marshal` writes for the Pod spec member `member` (`affinity`, `tolerations`,
 /// `nodeSelector`, ...) given as the API server's JSON, from the same table of Go types as the hashes; `None`
 /// if a Pod spec has no such member.
