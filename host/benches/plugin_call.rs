@@ -34,11 +34,9 @@ use kuberay_plugin_sdk::{
     testing::FakeHost,
 };
 use kuberay_wasm::{
+    host_api::{HostApi, HostResult},
     metrics::Metrics,
-    sandbox::{
-        CallLimits, Export, Sandbox, SandboxConfig,
-        host_api::{HostApi, HostResult},
-    },
+    sandbox::{CallLimits, Export, Sandbox, SandboxConfig},
 };
 use serde_json::{Value, json};
 

@@ -45,6 +45,22 @@ const NEVER: &[(&str, &[&str])] = &[
         ],
     ),
     (
+        "host_api",
+        &[
+            "sandbox",
+            "plugin_host",
+            "admission",
+            "kubernetes",
+            "raybridge",
+            "controller",
+            "operator",
+            "reconcileplugin",
+            "authoring",
+            "leadership",
+            "metrics",
+        ],
+    ),
+    (
         "sandbox",
         &[
             "plugin_host",

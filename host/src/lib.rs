@@ -7,9 +7,12 @@
 //!
 //! Layout, from the plugin outwards:
 //!
+//! - [`host_api`]: the port between the sandbox and the world, [`host_api::HostApi`]: the calls one
+//!   reconcile may make, implemented by `plugin_host` against the cluster and in memory by `plugin run`,
+//!   the tests and the benchmarks; it imports none of the modules below;
 //! - [`sandbox`]: wasmtime, plugin loading and reloading, limits and grants (and the threat model);
 //!   `sandbox/call.rs` runs one plugin call and `sandbox/gate.rs` checks every host call against the grant
-//!   and budgets before handing it to the host API ([`sandbox::host_api::HostApi`]); `sandbox/wit.rs`
+//!   and budgets before handing it to the host API ([`host_api::HostApi`]); `sandbox/wit.rs`
 //!   converts the WIT types;
 //! - `plugin_host`: the host API one reconcile's plugin sees, built from the Kubernetes bridge and the Ray
 //!   bridge side by side, one concept per file: its objects, which Ray clusters it may reach, its events and
@@ -39,6 +42,7 @@
 pub(crate) mod admission;
 pub mod authoring;
 pub(crate) mod controller;
+pub mod host_api;
 pub mod kuberay_config;
 pub mod kuberay_env;
 pub mod kuberay_flags;
@@ -60,5 +64,6 @@ mod layers;
 pub use kuberay_admission::policy;
 pub use kubernetes::rate_limit::ApiRateLimit;
 pub use operator::{
-    DEFAULT_COMPILE_MEMORY_MIB, DEFAULT_COMPILE_TIMEOUT, OperatorConfig, OperatorError, run, run_with_metrics,
+    DEFAULT_COMPILE_MEMORY_MIB, DEFAULT_PLUGIN_MEMORY_MIB, DEFAULT_PLUGIN_TIMEOUT, KubeRayArgs,
+    LeaderElectionArgs, OperatorArgs, OperatorConfig, OperatorError, ResourceArgs, run, run_with_metrics,
 };

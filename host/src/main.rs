@@ -1,16 +1,17 @@
 //! `kuberay-wasm`: the operator binary.
 
-use std::{net::SocketAddr, path::PathBuf, time::Duration};
+use std::{path::PathBuf, time::Duration};
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use kuberay_rayhead::{RoutingOptions, parse_duration, parse_go_bool};
+use kuberay_rayhead::parse_duration;
 use kuberay_wasm::{
-    ApiRateLimit, DEFAULT_COMPILE_MEMORY_MIB, DEFAULT_COMPILE_TIMEOUT, OperatorConfig,
+    ApiRateLimit, DEFAULT_PLUGIN_MEMORY_MIB, DEFAULT_PLUGIN_TIMEOUT, KubeRayArgs, LeaderElectionArgs,
+    OperatorArgs, OperatorConfig, ResourceArgs,
     authoring::{self, run::RunOptions},
     kuberay_config::Configuration,
     kuberay_env::KubeRayEnv,
-    kuberay_flags::{FeatureGates, UnsupportedFlags, batch_scheduler, parse_bind_address},
+    kuberay_flags::{FeatureGates, UnsupportedFlags, batch_scheduler},
     leadership::{self, LeaderElection},
     metrics::Metrics,
     policy::{Policy, Profile},
@@ -149,10 +150,10 @@ struct RunArgs {
     #[arg(long)]
     namespace_level: Option<Profile>,
     /// Wall-time limit of the call (the operator's --plugin-timeout).
-    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    #[arg(long, default_value = DEFAULT_PLUGIN_TIMEOUT, value_parser = parse_duration)]
     plugin_timeout: Duration,
     /// Linear-memory limit of the call in MiB (the operator's --plugin-memory-mib).
-    #[arg(long, default_value_t = 128)]
+    #[arg(long, default_value_t = DEFAULT_PLUGIN_MEMORY_MIB)]
     plugin_memory_mib: usize,
 }
 
@@ -170,265 +171,78 @@ struct RegistryArgs {
     ca_file: Vec<PathBuf>,
 }
 
-/// How the operator serves the plugins of `ReconcilePlugin` resources.
-#[derive(clap::Args)]
-struct ResourceArgs {
-    /// Serve the plugins named by ReconcilePlugin resources (plugins.kuberay-wasm.io/v1alpha1); needs their
-    /// CRD and the RBAC to list and watch them.
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
-    plugin_resources: bool,
-    /// Serve only the ReconcilePlugin resources whose labels match this selector (several operators in one
-    /// cluster); all by default.
-    #[arg(long)]
-    plugin_resource_selector: Option<String>,
-    /// Accept ReconcilePlugin artifacts named by tag rather than digest. For development only: a tag can
-    /// move, so what serves is no longer what the resource says.
-    #[arg(long)]
-    allow_plugin_tags: bool,
-    /// A PEM CA certificate trusted for plugin registries besides the system's (repeatable).
-    #[arg(long)]
-    plugin_registry_ca: Vec<PathBuf>,
-    /// Timeout of each request to a plugin registry.
-    #[arg(long, default_value = "30s", value_parser = parse_duration)]
-    plugin_registry_timeout: Duration,
-    /// The operator's namespace, where ReconcilePlugin pull Secrets are read; default POD_NAMESPACE, else
-    /// the ServiceAccount's namespace file.
-    #[arg(long, env = "POD_NAMESPACE")]
-    operator_namespace: Option<String>,
-}
-
-impl ResourceArgs {
-    fn options(self) -> anyhow::Result<Option<ResourceOptions>> {
-        if !self.plugin_resources {
-            return Ok(None);
-        }
-        let mut extra_roots = Vec::new();
-        for path in &self.plugin_registry_ca {
-            extra_roots.push(std::fs::read(path).with_context(|| format!("reading {}", path.display()))?);
-        }
-        let file = std::path::Path::new(leadership::SERVICE_ACCOUNT_NAMESPACE_FILE);
-        Ok(Some(ResourceOptions {
-            namespace: self
-                .operator_namespace
-                .filter(|ns| !ns.is_empty())
-                .or_else(|| leadership::namespace_from_file(file)),
-            selector: self.plugin_resource_selector,
-            allow_tags: self.allow_plugin_tags,
-            registry: RegistryOptions {
-                extra_roots,
-                timeout: self.plugin_registry_timeout,
-            },
-        }))
+/// How the operator serves ReconcilePlugin resources, if it does: the CA files read, the namespace resolved.
+fn resource_options(args: ResourceArgs) -> anyhow::Result<Option<ResourceOptions>> {
+    if !args.plugin_resources {
+        return Ok(None);
     }
-}
-
-#[derive(clap::Args)]
-struct OperatorArgs {
-    /// Directory of plugin components (`*.wasm`); one plugin per reconciled kind.
-    #[arg(long)]
-    plugins: PathBuf,
-    /// Namespaces to watch (comma-separated); all namespaces when empty.
-    #[arg(long, value_delimiter = ',')]
-    watch_namespace: Vec<String>,
-    /// Reconciles running at once across all kinds (never two for the same object).
-    #[arg(long, default_value_t = 8)]
-    concurrency: u16,
-    /// Reconciles of one kind running at once (KubeRay's flag, per controller); default: --concurrency.
-    #[arg(long)]
-    reconcile_concurrency: Option<u16>,
-    /// Requests per second the operator sends to the Kubernetes API on average (client-side rate limit,
-    /// shared by all its requests); 0 is client-go's default of 5, a negative value disables the limit.
-    #[arg(long, default_value_t = 100.0, allow_negative_numbers = true)]
-    qps: f64,
-    /// Requests the operator may send at once after a quiet period; 0 is client-go's default of 10.
-    #[arg(long, default_value_t = 200)]
-    burst: u32,
-    /// KubeRay's feature gates, `Name=true,Other=false` (see docs/operator.md for the gates and what is
-    /// supported); an unknown gate or an unsupported state is a start-up error.
-    #[arg(long, default_value = "")]
-    feature_gates: String,
-    #[command(flatten)]
-    kuberay: KubeRayArgs,
-    /// A queued reconcile waits this long for more changes of the same object before it runs, each change
-    /// restarting the wait (so a cluster's Pods coming up cost one reconcile, not one per Pod event); 0
-    /// runs it at once.
-    #[arg(long, default_value = "100ms", value_parser = parse_duration)]
-    reconcile_debounce: Duration,
-    /// Wall-time limit of one plugin call, host calls included (e.g. 30s, 500ms).
-    #[arg(long, default_value = "30s", value_parser = parse_duration)]
-    plugin_timeout: Duration,
-    /// Linear-memory limit of one plugin call, in MiB.
-    #[arg(long, default_value_t = 128)]
-    plugin_memory_mib: usize,
-    /// Wall time compiling one plugin component may take (in a child process, killed after it).
-    #[arg(long, default_value = "60s", value_parser = parse_duration)]
-    plugin_compile_timeout: Duration,
-    /// Address space compiling one plugin component may use, in MiB (the child process's RLIMIT_AS).
-    #[arg(long, default_value_t = DEFAULT_COMPILE_MEMORY_MIB)]
-    plugin_compile_memory_mib: u64,
-    /// The plugin directory is rescanned for new, changed or removed plugins when the filesystem reports a
-    /// change and at least this often (for filesystems without notifications); 0 disables reloads.
-    #[arg(long, default_value = "5s", value_parser = parse_duration)]
-    plugin_reload_interval: Duration,
-    /// Where compiled plugins are kept across restarts (must be private to the operator).
-    #[arg(long, env = "KUBERAY_WASM_CACHE_DIR")]
-    cache_dir: Option<PathBuf>,
-    /// Disable the compiled-plugin cache.
-    #[arg(long, conflicts_with = "cache_dir")]
-    no_cache: bool,
-    /// The administrator's policy file: which plugin files may run and what each is granted (see
-    /// host/deploy/policy.yaml, built in and used when this is not given).
-    #[arg(long)]
-    policy: Option<PathBuf>,
-    /// Entries of the policy not to serve (comma-separated names, e.g. `raycluster`), so that a
-    /// ReconcilePlugin resource may serve their kinds.
-    #[arg(long, value_delimiter = ',')]
-    disable_plugins: Vec<String>,
-    #[command(flatten)]
-    resources: ResourceArgs,
-    /// Where /metrics is served (`HOST:PORT` or Go's `:PORT`; KubeRay's name `--metrics-addr` too).
-    #[arg(long, alias = "metrics-addr", default_value = "0.0.0.0:8080", value_parser = parse_bind_address)]
-    metrics_bind_address: SocketAddr,
-    /// Where /healthz and /readyz are served (may equal --metrics-bind-address).
-    #[arg(long, default_value = "0.0.0.0:8082", value_parser = parse_bind_address)]
-    health_probe_bind_address: SocketAddr,
-    #[command(flatten)]
-    routing: RoutingOptions,
-    /// Kubeconfig to use; otherwise KUBECONFIG, ~/.kube/config or the in-cluster service account.
-    #[arg(long, env = "KUBECONFIG")]
-    kubeconfig: Option<PathBuf>,
-    #[command(flatten)]
-    leader_election: LeaderElectionArgs,
-}
-
-/// KubeRay's operator flags that have no counterpart here, taken so that its Deployment's arguments start
-/// this operator: the deprecated and informational ones are accepted (and logged), the ones whose behaviour
-/// is missing refuse to start with the reason (`kuberay_flags::UnsupportedFlags`).
-#[derive(clap::Args)]
-struct KubeRayArgs {
-    /// KubeRay's switch for its `kuberay_*` metric families, which this operator always exports (with
-    /// controller-runtime's, client-go's and its own), so it is accepted without effect.
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true",
-          action = clap::ArgAction::Set, default_value_t = false, value_parser = parse_go_bool)]
-    enable_metrics: bool,
-    /// Deprecated in KubeRay, which ignores it; so does this operator.
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true",
-          action = clap::ArgAction::Set, default_value_t = false, value_parser = parse_go_bool)]
-    forced_cluster_upgrade: bool,
-    /// KubeRay's log encoders: `json` (JSON lines) or `console` (text); the same as --log-format.
-    #[arg(long, value_parser = ["json", "console"])]
-    log_stdout_encoder: Option<String>,
-    /// KubeRay's log file's encoder; used like --log-stdout-encoder when that is not given (no log file is
-    /// written).
-    #[arg(long, value_parser = ["json", "console"])]
-    log_file_encoder: Option<String>,
-    /// Not supported: logs go to stderr only (a start-up error when set).
-    #[arg(long)]
-    log_file_path: Option<String>,
-    /// KubeRay's Configuration file (`config.ray.io/v1alpha1`): as with KubeRay, it replaces the flags it
-    /// has fields for (metrics and probe addresses, leader election, reconcile concurrency, watched
-    /// namespaces, --qps/--burst, --use-kubernetes-proxy), and what it adds to Ray Pods reaches the plugins.
-    #[arg(long)]
-    config: Option<PathBuf>,
-    /// KubeRay's batch scheduler integration: volcano, yunikorn, kai-scheduler or scheduler-plugins (gang
-    /// scheduling with the scheduler's PodGroups, names and labels on Ray Pods, as KubeRay writes them).
-    #[arg(long)]
-    batch_scheduler: Option<String>,
-    /// KubeRay's deprecated form of --batch-scheduler=volcano (not with --batch-scheduler).
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true",
-          action = clap::ArgAction::Set, default_value_t = false, value_parser = parse_go_bool)]
-    enable_batch_scheduler: bool,
-}
-
-impl KubeRayArgs {
-    /// `--log-format`, unless left at `auto` while a KubeRay encoder is given (`json`, or `console`: text).
-    fn log_format(&self, format: LogFormat) -> LogFormat {
-        let encoder = self
-            .log_stdout_encoder
-            .as_deref()
-            .or(self.log_file_encoder.as_deref());
-        match (format, encoder) {
-            (LogFormat::Auto, Some("json")) => LogFormat::Json,
-            (LogFormat::Auto, Some("console")) => LogFormat::Text,
-            (format, _) => format,
-        }
+    let mut extra_roots = Vec::new();
+    for path in &args.plugin_registry_ca {
+        extra_roots.push(std::fs::read(path).with_context(|| format!("reading {}", path.display()))?);
     }
-
-    /// Refuses what cannot be honoured, logs what is accepted without effect; the batch scheduler chosen.
-    fn check(self) -> anyhow::Result<Option<kuberay_rules::batch_scheduler::BatchScheduler>> {
-        UnsupportedFlags {
-            log_file_path: self.log_file_path,
-        }
-        .check()?;
-        let scheduler = batch_scheduler(self.batch_scheduler.as_deref(), self.enable_batch_scheduler)?;
-        if self.forced_cluster_upgrade {
-            tracing::warn!("--forced-cluster-upgrade is deprecated and ignored, as by KubeRay");
-        }
-        if self.enable_metrics {
-            tracing::info!(
-                "--enable-metrics: KubeRay's kuberay_* metric families are always exported here, flag or not"
-            );
-        }
-        Ok(scheduler)
-    }
-}
-
-/// Leader election among replicas (KubeRay's flag names), on a coordination.k8s.io/v1 Lease.
-#[derive(clap::Args)]
-struct LeaderElectionArgs {
-    /// Reconcile only while holding the leader election's Lease; other replicas stand by (loaded, ready,
-    /// writing nothing) and take over when the leader stops or loses it (`--enable-leader-election=false`
-    /// as KubeRay's chart writes it too).
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true",
-          action = clap::ArgAction::Set, default_value_t = false, value_parser = parse_go_bool)]
-    enable_leader_election: bool,
-    /// Namespace of the Lease; default: POD_NAMESPACE, else the ServiceAccount's namespace file.
-    #[arg(long, env = "POD_NAMESPACE")]
-    leader_election_namespace: Option<String>,
-    /// Name of the Lease: KubeRay's, so that KubeRay's operator and this one, in the same namespace, never
-    /// lead at once (client-go's Lease semantics on both sides).
-    #[arg(long, default_value = leadership::KUBERAY_LEASE_NAME)]
-    leader_election_id: String,
-    /// How long a standby waits after the Lease's last change before taking it over.
-    #[arg(long, default_value = "15s", value_parser = parse_duration)]
-    leader_election_lease_duration: Duration,
-    /// How long the leader keeps reconciling without renewing the Lease (shorter than the lease duration).
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
-    leader_election_renew_deadline: Duration,
-    /// How often the leader renews and a standby tries to acquire the Lease.
-    #[arg(long, default_value = "2s", value_parser = parse_duration)]
-    leader_election_retry_period: Duration,
-}
-
-impl LeaderElectionArgs {
-    /// The election, if enabled: the namespace and identity resolved, the timings checked.
-    fn election(self, instance: Option<&str>) -> anyhow::Result<Option<LeaderElection>> {
-        if !self.enable_leader_election {
-            return Ok(None);
-        }
-        let file = std::path::Path::new(leadership::SERVICE_ACCOUNT_NAMESPACE_FILE);
-        let namespace = self
-            .leader_election_namespace
+    let file = std::path::Path::new(leadership::SERVICE_ACCOUNT_NAMESPACE_FILE);
+    Ok(Some(ResourceOptions {
+        namespace: args
+            .operator_namespace
             .filter(|ns| !ns.is_empty())
-            .or_else(|| leadership::namespace_from_file(file))
-            .with_context(|| {
-                format!(
-                    "--enable-leader-election needs the Lease's namespace: give --leader-election-namespace, \
-                     set POD_NAMESPACE, or run in a Pod ({} is missing)",
-                    file.display()
-                )
-            })?;
-        let election = LeaderElection {
-            namespace,
-            lease_name: self.leader_election_id,
-            identity: leadership::unique_identity(instance.unwrap_or("kuberay-wasm")),
-            lease_duration: self.leader_election_lease_duration,
-            renew_deadline: self.leader_election_renew_deadline,
-            retry_period: self.leader_election_retry_period,
-        };
-        election.validate()?;
-        Ok(Some(election))
+            .or_else(|| leadership::namespace_from_file(file)),
+        selector: args.plugin_resource_selector,
+        allow_tags: args.allow_plugin_tags,
+        registry: RegistryOptions {
+            extra_roots,
+            timeout: args.plugin_registry_timeout,
+        },
+    }))
+}
+
+/// Refuses the KubeRay flags that cannot be honoured, logs those accepted without effect; the batch scheduler
+/// chosen.
+fn check_kuberay(
+    args: KubeRayArgs,
+) -> anyhow::Result<Option<kuberay_rules::batch_scheduler::BatchScheduler>> {
+    UnsupportedFlags {
+        log_file_path: args.log_file_path,
     }
+    .check()?;
+    let scheduler = batch_scheduler(args.batch_scheduler.as_deref(), args.enable_batch_scheduler)?;
+    if args.forced_cluster_upgrade {
+        tracing::warn!("--forced-cluster-upgrade is deprecated and ignored, as by KubeRay");
+    }
+    if args.enable_metrics {
+        tracing::info!(
+            "--enable-metrics: KubeRay's kuberay_* metric families are always exported here, flag or not"
+        );
+    }
+    Ok(scheduler)
+}
+
+/// The leader election, if enabled: the namespace and identity resolved, the timings checked.
+fn election(args: LeaderElectionArgs, instance: Option<&str>) -> anyhow::Result<Option<LeaderElection>> {
+    if !args.enable_leader_election {
+        return Ok(None);
+    }
+    let file = std::path::Path::new(leadership::SERVICE_ACCOUNT_NAMESPACE_FILE);
+    let namespace = args
+        .leader_election_namespace
+        .filter(|ns| !ns.is_empty())
+        .or_else(|| leadership::namespace_from_file(file))
+        .with_context(|| {
+            format!(
+                "--enable-leader-election needs the Lease's namespace: give --leader-election-namespace, \
+                 set POD_NAMESPACE, or run in a Pod ({} is missing)",
+                file.display()
+            )
+        })?;
+    let election = LeaderElection {
+        namespace,
+        lease_name: args.leader_election_id,
+        identity: leadership::unique_identity(instance.unwrap_or("kuberay-wasm")),
+        lease_duration: args.leader_election_lease_duration,
+        renew_deadline: args.leader_election_renew_deadline,
+        retry_period: args.leader_election_retry_period,
+    };
+    election.validate()?;
+    Ok(Some(election))
 }
 
 fn default_cache_dir() -> Option<PathBuf> {
@@ -523,11 +337,7 @@ async fn run_plugin(args: RunArgs) -> anyhow::Result<std::process::ExitCode> {
         grant: args.grant,
         policy: args.policy,
         namespace_level: args.namespace_level,
-        compiler: Some(ChildCompiler {
-            executable: own_executable(),
-            timeout: DEFAULT_COMPILE_TIMEOUT,
-            memory_bytes: DEFAULT_COMPILE_MEMORY_MIB << 20,
-        }),
+        compiler: Some(default_compiler()),
         timeout: args.plugin_timeout,
         memory_bytes: args.plugin_memory_mib << 20,
     };
@@ -552,31 +362,20 @@ fn compile_plugin(limits: CompileLimits) -> std::process::ExitCode {
     }
 }
 
+/// The compile child with the operator flags' default limits (for `plugin run` and `inspect`).
+fn default_compiler() -> ChildCompiler {
+    let defaults = OperatorArgs::defaults();
+    ChildCompiler {
+        executable: own_executable(),
+        timeout: defaults.plugin_compile_timeout,
+        memory_bytes: defaults.plugin_compile_memory_mib << 20,
+    }
+}
+
 /// This very executable, even if its file was replaced since it started: the compile child must be the
 /// same build as the operator (its engine settings are what the artifact is compiled for).
 fn own_executable() -> PathBuf {
     PathBuf::from("/proc/self/exe")
-}
-
-impl OperatorArgs {
-    /// Replaces the flags KubeRay's Configuration has fields for with its settings, as KubeRay does; returns
-    /// what it adds to Ray Pods.
-    fn take_configuration(&mut self, settings: kuberay_wasm::kuberay_config::Settings) -> serde_json::Value {
-        self.metrics_bind_address = settings.metrics_addr;
-        self.health_probe_bind_address = settings.probe_addr;
-        self.leader_election.enable_leader_election = settings.leader_election;
-        if settings.leader_election_namespace.is_some() {
-            self.leader_election.leader_election_namespace = settings.leader_election_namespace;
-        }
-        self.reconcile_concurrency = Some(settings.reconcile_concurrency);
-        self.watch_namespace = settings.watch_namespaces;
-        self.qps = settings.qps;
-        self.burst = settings.burst;
-        self.routing.use_kubernetes_proxy = settings.use_kubernetes_proxy;
-        self.kuberay.batch_scheduler = settings.batch_scheduler;
-        self.kuberay.enable_batch_scheduler = settings.enable_batch_scheduler;
-        settings.pod_defaults
-    }
 }
 
 async fn operator(mut args: OperatorArgs) -> anyhow::Result<()> {
@@ -589,7 +388,7 @@ async fn operator(mut args: OperatorArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
-    let batch_scheduler = args.kuberay.check()?;
+    let batch_scheduler = check_kuberay(args.kuberay)?;
     let gates = FeatureGates::parse(&args.feature_gates)?;
     let kuberay_env = KubeRayEnv::from_process()?;
     for (toggle, value) in kuberay_env.set() {
@@ -628,31 +427,19 @@ async fn operator(mut args: OperatorArgs) -> anyhow::Result<()> {
     let policy = gates.narrow(policy);
     config.policy = Some(std::sync::Arc::new(policy));
     config.reconcile_concurrency = args.reconcile_concurrency;
-    config.api_rate_limit = api_rate_limit(args.qps, args.burst);
+    config.api_rate_limit = ApiRateLimit::from_flags(args.qps, args.burst);
     config.feature_gates = gates;
     config.batch_scheduler = batch_scheduler;
     config.kuberay_env = kuberay_env;
     config.pod_defaults = pod_defaults;
-    config.resources = args.resources.options()?;
+    config.resources = resource_options(args.resources)?;
     config.kubeconfig = args.kubeconfig;
     config.routing = args.routing;
     config.instance = instance_name();
-    config.leader_election = args.leader_election.election(config.instance.as_deref())?;
+    config.leader_election = election(args.leader_election, config.instance.as_deref())?;
     kuberay_wasm::run(config, shutdown_signal())
         .await
         .context("operator failed")
-}
-
-/// `--qps` and `--burst` as client-go reads them: 0 is its default (5 per second, a burst of 10), a negative
-/// rate no limit.
-fn api_rate_limit(qps: f64, burst: u32) -> Option<ApiRateLimit> {
-    if qps < 0.0 {
-        return None;
-    }
-    Some(ApiRateLimit {
-        qps: if qps == 0.0 { 5.0 } else { qps },
-        burst: if burst == 0 { 10 } else { burst },
-    })
 }
 
 /// This replica's name: the Pod's (POD_NAME), else the host's.
@@ -797,11 +584,7 @@ async fn inspect(plugin: PathBuf, policy: Option<PathBuf>) -> anyhow::Result<()>
             },
             policy: std::sync::Arc::new(load_policy(policy.as_deref())?),
             max_concurrent_calls: 4,
-            compiler: Some(ChildCompiler {
-                executable: own_executable(),
-                timeout: DEFAULT_COMPILE_TIMEOUT,
-                memory_bytes: DEFAULT_COMPILE_MEMORY_MIB << 20,
-            }),
+            compiler: Some(default_compiler()),
             base_config: kuberay_wasm::sandbox::default_base_config(),
         },
         Metrics::new(),

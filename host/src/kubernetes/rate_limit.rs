@@ -30,6 +30,20 @@ pub struct ApiRateLimit {
     pub burst: u32,
 }
 
+impl ApiRateLimit {
+    /// `--qps` and `--burst` as client-go reads them: 0 is its default (5 per second, a burst of 10), a
+    /// negative rate no limit.
+    pub fn from_flags(qps: f64, burst: u32) -> Option<Self> {
+        if qps < 0.0 {
+            return None;
+        }
+        Some(Self {
+            qps: if qps == 0.0 { 5.0 } else { qps },
+            burst: if burst == 0 { 10 } else { burst },
+        })
+    }
+}
+
 /// A tower layer applying one shared [`ApiRateLimit`] to the services it wraps.
 #[derive(Clone)]
 pub(crate) struct RateLimitLayer {
@@ -119,6 +133,14 @@ mod tests {
     use tower::{ServiceExt, service_fn};
 
     use super::*;
+
+    #[test]
+    fn flags_read_as_client_go_reads_them() {
+        let limit = |qps, burst| ApiRateLimit::from_flags(qps, burst);
+        assert_eq!(limit(0.0, 0), Some(ApiRateLimit { qps: 5.0, burst: 10 }));
+        assert_eq!(limit(2.5, 3), Some(ApiRateLimit { qps: 2.5, burst: 3 }));
+        assert_eq!(limit(-1.0, 3), None);
+    }
 
     /// Sends `requests` requests under `limit`: the time it took, and the wait each request carried.
     async fn send_each(limit: ApiRateLimit, requests: usize) -> (Duration, Vec<Duration>) {

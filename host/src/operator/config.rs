@@ -1,20 +1,15 @@
-//! What the operator can be told ([`OperatorConfig`]); the binary's flags are the only source of defaults
-//! for its users, these are the library's (tests and embedders).
+//! What the operator can be told ([`OperatorConfig`]); its defaults are the flags' ([`OperatorArgs`]).
 
 use kuberay_rules::batch_scheduler::BatchScheduler;
 use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
 use kuberay_rayhead::RoutingOptions;
 
+use super::args::OperatorArgs;
 use crate::{
     ApiRateLimit, kuberay_env::KubeRayEnv, kuberay_flags::FeatureGates, leadership::LeaderElection,
     policy::Policy, reconcileplugin::ResourceOptions, sandbox::CallBudget,
 };
-
-/// `--plugin-compile-timeout`'s default.
-pub const DEFAULT_COMPILE_TIMEOUT: Duration = Duration::from_secs(60);
-/// `--plugin-compile-memory-mib`'s default.
-pub const DEFAULT_COMPILE_MEMORY_MIB: u64 = 2048;
 
 /// Everything the operator can be told. Build it with [`OperatorConfig::new`] and the `with_*` methods.
 #[derive(Debug, Clone)]
@@ -81,33 +76,36 @@ pub struct OperatorConfig {
 }
 
 impl OperatorConfig {
-    /// The defaults, loading plugins from `plugins_dir`.
+    /// The flags' defaults ([`OperatorArgs::defaults`]), loading plugins from `plugins_dir`. Left out, as
+    /// they need the process: the compile child, the compiled-plugin cache, the policy file, the kubeconfig,
+    /// the instance name, leader election and ReconcilePlugin resources.
     pub fn new(plugins_dir: impl Into<PathBuf>) -> Self {
+        let args = OperatorArgs::defaults();
         Self {
             plugins_dir: plugins_dir.into(),
             watch_namespaces: Vec::new(),
-            concurrency: 8,
-            reconcile_concurrency: None,
-            api_rate_limit: None,
+            concurrency: args.concurrency,
+            reconcile_concurrency: args.reconcile_concurrency,
+            api_rate_limit: ApiRateLimit::from_flags(args.qps, args.burst),
             feature_gates: FeatureGates::default(),
             batch_scheduler: None,
             kuberay_env: KubeRayEnv::default(),
             pod_defaults: None,
-            debounce: Duration::from_millis(100),
-            plugin_timeout: Duration::from_secs(30),
-            plugin_memory_bytes: 128 << 20,
+            debounce: args.reconcile_debounce,
+            plugin_timeout: args.plugin_timeout,
+            plugin_memory_bytes: args.plugin_memory_mib << 20,
             plugin_budget: CallBudget::default(),
             compiler: None,
-            compile_timeout: DEFAULT_COMPILE_TIMEOUT,
-            compile_memory_bytes: DEFAULT_COMPILE_MEMORY_MIB << 20,
-            reload_interval: Some(Duration::from_secs(5)),
+            compile_timeout: args.plugin_compile_timeout,
+            compile_memory_bytes: args.plugin_compile_memory_mib << 20,
+            reload_interval: (!args.plugin_reload_interval.is_zero()).then_some(args.plugin_reload_interval),
             cache_dir: None,
             policy: None,
-            metrics_addr: SocketAddr::from(([0, 0, 0, 0], 8080)),
-            health_addr: SocketAddr::from(([0, 0, 0, 0], 8082)),
+            metrics_addr: args.metrics_bind_address,
+            health_addr: args.health_probe_bind_address,
             kubeconfig: None,
             instance: None,
-            routing: RoutingOptions::default(),
+            routing: args.routing,
             leader_election: None,
             resources: None,
         }

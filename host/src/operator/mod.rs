@@ -7,6 +7,7 @@
 //! the term's controllers (their writes already fail at the fence) and becomes a candidate again. On
 //! shutdown it stops the controllers, lets running reconciles finish, and releases the Lease.
 
+mod args;
 mod config;
 mod integrations;
 mod plugins;
@@ -19,8 +20,14 @@ use kuberay_plugin_sdk::Kind;
 use tokio::{sync::watch, task::JoinSet};
 use tower::{buffer::BufferLayer, util::BoxService};
 
-pub use self::config::{DEFAULT_COMPILE_MEMORY_MIB, DEFAULT_COMPILE_TIMEOUT, OperatorConfig};
 use self::term::TermContext;
+pub use self::{
+    args::{
+        DEFAULT_COMPILE_MEMORY_MIB, DEFAULT_PLUGIN_MEMORY_MIB, DEFAULT_PLUGIN_TIMEOUT, KubeRayArgs,
+        LeaderElectionArgs, OperatorArgs, ResourceArgs,
+    },
+    config::OperatorConfig,
+};
 use crate::{
     controller,
     kubernetes::{WatchScope, rate_limit::RateLimitLayer},

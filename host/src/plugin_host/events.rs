@@ -12,9 +12,9 @@ use kube::runtime::events::{Event as KubeEvent, EventType as KubeEventType};
 use kuberay_plugin_sdk::{Event, EventType, HostError, Kind};
 
 use super::PluginHost;
-use crate::sandbox::{
+use crate::{
     host_api::HostResult,
-    log_guard::{self, MAX_EVENT_NOTE_TEXT},
+    sandbox::log_guard::{self, MAX_EVENT_NOTE_TEXT},
 };
 
 /// Whether `word` may be an Event's reason or action: an ASCII letter, then ASCII letters, digits, `_`, `-`

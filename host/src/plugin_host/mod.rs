@@ -27,9 +27,9 @@ pub(crate) use self::events::{check_word, refusal_note};
 pub(crate) use crate::admission::Primary;
 use crate::{
     admission::Admission,
+    host_api::{HostApi, HostResult},
     kubernetes::KubeBridge,
     raybridge::RayBridge,
-    sandbox::host_api::{HostApi, HostResult},
 };
 
 /// The host API of one reconcile, bound to its plugin and its object.

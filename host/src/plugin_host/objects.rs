@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::PluginHost;
 use crate::{
     admission::{Commit as _, Intent},
-    sandbox::host_api::HostResult,
+    host_api::HostResult,
 };
 
 impl PluginHost {

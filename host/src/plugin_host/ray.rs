@@ -6,7 +6,7 @@ use kuberay_plugin_sdk::{HostError, Kind, RayRequest, RayResponse, ownership};
 use serde_json::Value;
 
 use super::{PluginHost, str_at};
-use crate::sandbox::host_api::HostResult;
+use crate::host_api::HostResult;
 
 impl PluginHost {
     /// Whether the plugin may send requests to `cluster`: the object being reconciled, a RayCluster it owns,

@@ -14,10 +14,10 @@ use serde_json::Value;
 
 use super::{
     budget::{self, Cost, Exceeded, TokenBucket, Usage},
-    host_api::HostApi,
     log_guard::{self, LogRate},
 };
 use crate::{
+    host_api::HostApi,
     metrics::Metrics,
     policy::{Grant, check_grant},
 };

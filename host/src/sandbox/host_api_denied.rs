@@ -2,7 +2,7 @@
 
 use kuberay_plugin_sdk::{HostError, LogLevel};
 
-use super::host_api::HostApi;
+use crate::host_api::HostApi;
 
 pub(crate) struct DeniedHost;
 

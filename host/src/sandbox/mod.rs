@@ -37,7 +37,6 @@ mod compile;
 pub(crate) mod compile_cache;
 mod engine;
 pub(crate) mod gate;
-pub mod host_api;
 mod host_api_denied;
 mod limits;
 pub(crate) mod log_guard;

@@ -17,10 +17,10 @@ use super::{
     compile::{self, ChildCompiler, CompileError, MAX_COMPONENT_BYTES},
     compile_cache::{CompileCache, Source, sha256_hex},
     gate::CallContext,
-    host_api::HostApi,
     log_guard::{self, LogRate},
 };
 use crate::{
+    host_api::HostApi,
     metrics::Metrics,
     policy::{Entry, Grant, LoadRefusal, Policy, entry_for, grant_for_entry},
 };

@@ -17,6 +17,8 @@ use kuberay_rules::{
 };
 use wasmtime::{Engine, component::Linker};
 
+use crate::host_api::HostApi;
+
 use super::{
     budget::TokenBucket,
     call::{self, CallFailure, CallLimits, CallState, Export},
@@ -24,7 +26,6 @@ use super::{
     compile_cache::CompileCache,
     engine::{EngineConfig, EpochTicker, engine},
     gate::CallContext,
-    host_api::HostApi,
     log_guard,
     plugin::{self, LoadError, LoadedPlugin},
 };

@@ -17,7 +17,7 @@ use serde_json::{Map, Value, json};
 
 use crate::{
     admission::{Admitted, Cluster, Decision, ToSend},
-    sandbox::host_api::HostResult,
+    host_api::HostResult,
 };
 
 /// Where an object is.

@@ -11,12 +11,10 @@ use serde_json::Value;
 use super::cluster::MemoryCluster;
 use crate::{
     admission::{Admission, Intent},
+    host_api::{HostApi, HostResult},
     plugin_host::{check_word, refusal_note},
     policy::{Grant, check_grant},
-    sandbox::{
-        host_api::{HostApi, HostResult},
-        log_guard::{self, MAX_EVENT_NOTE_TEXT},
-    },
+    sandbox::log_guard::{self, MAX_EVENT_NOTE_TEXT},
 };
 
 /// What became of a host call.

@@ -1,5 +1,5 @@
-//! The boundary between the sandbox and the outside world. The sandbox checks a plugin's grant and then
-//! calls these; the plugin host (`crate::plugin_host`) implements them against the API server and Ray heads
+//! The port between the sandbox and the outside world. The sandbox checks a plugin's grant and then calls
+//! these; the plugin host (`crate::plugin_host`) implements them against the API server and Ray heads
 //! (adding the namespace, ownership and content rules), and tests and benchmarks implement them in memory.
 
 use futures::future::BoxFuture;
