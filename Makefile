@@ -251,10 +251,11 @@ test: tools fmt-check lint python-plugin-check python-plugin
 	$(CARGO) test --workspace
 	$(TESTENV) leftovers --wait 60
 
-# What needs no cluster, no root and no Ray: formatting, clippy, every crate's unit tests, the plugins' tests on
-# the SDK's in-memory FakeHost, the CRDs against their generator and KubeRay's samples, the Python plugin's unit
-# tests. A subset of `make test` for the edit loop, not a replacement for it.
+# What needs no cluster, no root and no Ray: formatting, clippy, every crate's unit tests, the sandbox against the
+# chaos component, the plugins' tests on the SDK's in-memory FakeHost, the CRDs against their generator and
+# KubeRay's samples, the Python plugin's unit tests. A subset of `make test` for the edit loop, not a replacement.
 test-fast: kuberay-hash componentize-py fmt-check lint python-plugin-check
 	$(CARGO) test --workspace --lib --bins
+	$(CARGO) test -p kuberay-wasm --test sandbox
 	$(CARGO) test -p kuberay-plugin-raycluster -p kuberay-plugin-rayjob -p kuberay-plugin-rayservice -p kuberay-plugin-raycronjob --tests
 	$(CARGO) test -p kuberay-crds --test generated --test fixtures

@@ -155,6 +155,10 @@ struct RunArgs {
     /// Linear-memory limit of the call in MiB (the operator's --plugin-memory-mib).
     #[arg(long, default_value_t = DEFAULT_PLUGIN_MEMORY_MIB)]
     plugin_memory_mib: usize,
+    /// Keep the compiled component in this directory between runs (must be private to you); by default it
+    /// is compiled afresh in a temporary directory.
+    #[arg(long)]
+    cache_dir: Option<PathBuf>,
 }
 
 /// How `plugin push` and `plugin verify` reach a registry.
@@ -338,6 +342,7 @@ async fn run_plugin(args: RunArgs) -> anyhow::Result<std::process::ExitCode> {
         policy: args.policy,
         namespace_level: args.namespace_level,
         compiler: Some(default_compiler()),
+        cache_dir: args.cache_dir,
         timeout: args.plugin_timeout,
         memory_bytes: args.plugin_memory_mib << 20,
     };

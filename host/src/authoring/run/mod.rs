@@ -63,6 +63,9 @@ pub struct RunOptions {
     pub namespace_level: Option<Profile>,
     /// Where the component is compiled (in this process when `None`).
     pub compiler: Option<ChildCompiler>,
+    /// Where compiled components are kept between runs (as the operator's `--cache-dir`); a private
+    /// temporary directory, removed afterwards, when `None`.
+    pub cache_dir: Option<PathBuf>,
     /// Wall time of the call (the operator's `--plugin-timeout`).
     pub timeout: Duration,
     /// Linear memory of the call (the operator's `--plugin-memory-mib`), in bytes.
@@ -142,11 +145,18 @@ pub async fn run(options: &RunOptions) -> Result<Report, RunError> {
         Some(path) => (Policy::read(path)?, format!("the policy {}", path.display())),
         None => (Policy::builtin(), "the built-in policy".to_string()),
     };
-    // A private cache for this run, so that the component is compiled once for describing and loading.
-    let cache = tempfile::tempdir().map_err(RunError::TempDir)?;
+    // Without a cache directory, a private one for this run (removed when `_private` drops): the component
+    // is compiled once for describing and loading.
+    let (cache_dir, _private) = match &options.cache_dir {
+        Some(dir) => (dir.clone(), None),
+        None => {
+            let private = tempfile::tempdir().map_err(RunError::TempDir)?;
+            (private.path().join("compiled"), Some(private))
+        }
+    };
     let sandbox = Sandbox::new(
         SandboxConfig {
-            cache_dir: Some(cache.path().join("compiled")),
+            cache_dir: Some(cache_dir),
             limits: CallLimits {
                 timeout: options.timeout,
                 memory_bytes: options.memory_bytes,
