@@ -191,7 +191,248 @@ fn now() -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::{sync::Arc, time::Duration};
+
     use super::*;
+    use crate::{
+        OperatorArgs,
+        controller::{backoff::Failures, permits::Permits},
+        kubernetes::{
+            KubeBridge, WatchScope,
+            mock_api::{self, Answer, MockApi, Received},
+        },
+        leadership::Fence,
+        metrics::Metrics,
+        raybridge::RayBridge,
+        sandbox::{CallLimits, Sandbox, SandboxConfig},
+    };
+
+    const STATUS: &str = "/apis/ray.io/v1/namespaces/ns/rayclusters/c/status";
+    const EVENTS: &str = "/apis/events.k8s.io/v1/namespaces/ns/events";
+
+    fn cluster() -> Value {
+        json!({"apiVersion": "ray.io/v1", "kind": "RayCluster",
+            "metadata": {"name": "c", "namespace": "ns", "uid": "u-1", "generation": 3}, "spec": {}})
+    }
+
+    /// The API server's answers: discovery of ray.io/v1, the cluster (with `current` as its status), events
+    /// echoed, and `status_patch` for a status patch.
+    fn api_server(current: Value, status_patch: Answer) -> impl Fn(&Received) -> Answer + Send + Sync {
+        move |request| match (request.method.as_str(), request.path()) {
+            ("GET", "/apis/ray.io/v1") => (
+                200,
+                mock_api::resource_list("ray.io/v1", &[("rayclusters", "RayCluster")]),
+            ),
+            ("GET", "/apis/ray.io/v1/namespaces/ns/rayclusters/c") => {
+                let mut object = cluster();
+                object["status"] = current.clone();
+                (200, object)
+            }
+            ("POST", EVENTS) => (201, request.body.clone()),
+            ("PATCH", STATUS) => status_patch.clone(),
+            _ => mock_api::status(404, "NotFound", "not served by this mock"),
+        }
+    }
+
+    fn shared(client: kube::Client, fence: Fence) -> Shared {
+        let metrics = Metrics::new();
+        let config = SandboxConfig {
+            cache_dir: None,
+            limits: CallLimits {
+                timeout: Duration::from_secs(1),
+                memory_bytes: 16 << 20,
+                budget: Default::default(),
+            },
+            policy: Arc::new(crate::policy::Policy::builtin()),
+            max_concurrent_calls: 1,
+            compiler: None,
+            base_config: Default::default(),
+        };
+        let sandbox = Sandbox::new(config, metrics.clone()).expect("a sandbox");
+        let heads = OperatorArgs::defaults().routing.heads();
+        Shared {
+            sandbox,
+            bridge: KubeBridge::new(client.clone(), WatchScope::All, None, metrics.clone(), fence),
+            ray: RayBridge::new(heads, client),
+            permits: Permits::new(1),
+            failures: Failures::default(),
+            metrics,
+            conditionless: Conditionless::default(),
+        }
+    }
+
+    fn cached() -> CachedObject {
+        serde_json::from_value(cluster()).expect("a cached object")
+    }
+
+    fn ray_cluster() -> Kind {
+        Kind::new("ray.io", "v1", "RayCluster")
+    }
+
+    fn sent(api: &MockApi, method: &str, path: &str) -> Vec<Received> {
+        api.received()
+            .into_iter()
+            .filter(|r| r.method == method && r.path() == path)
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_failure_is_a_warning_event_and_the_hosts_reconciled_condition() {
+        let api = MockApi::default();
+        let client = api.client(api_server(json!({}), (200, cluster())));
+        let shared = shared(client, Fence::open());
+        let forged = "boom\n{\"level\":\"ERROR\"}\u{1b}[2K";
+        failure(
+            &shared,
+            &ray_cluster(),
+            "raycluster",
+            &cached(),
+            "PluginTrapped",
+            forged,
+            2,
+        )
+        .await;
+
+        let events = sent(&api, "POST", EVENTS);
+        assert_eq!(events.len(), 1, "{:?}", api.received());
+        let event = &events[0].body;
+        assert_eq!(event["type"], "Warning");
+        assert_eq!(event["reason"], "PluginTrapped");
+        assert_eq!(event["regarding"]["uid"], "u-1");
+        let note = event["note"].as_str().unwrap_or_default();
+        assert!(!note.chars().any(char::is_control), "{note:?}");
+
+        let patches = sent(&api, "PATCH", STATUS);
+        assert_eq!(patches.len(), 1, "{:?}", api.received());
+        assert!(
+            patches[0]
+                .uri
+                .contains(&format!("fieldManager={HOST_FIELD_MANAGER}")),
+            "{}",
+            patches[0].uri
+        );
+        assert!(patches[0].uri.contains("force=true"), "{}", patches[0].uri);
+        let condition = &patches[0].body["status"]["conditions"][0];
+        assert_eq!(condition["type"], CONDITION);
+        assert_eq!(condition["status"], "False");
+        assert_eq!(condition["reason"], "PluginTrapped");
+        assert_eq!(condition["message"], note);
+        assert_eq!(condition["observedGeneration"], 3);
+    }
+
+    #[tokio::test]
+    async fn the_same_failure_again_writes_no_condition_and_keeps_its_transition_time() {
+        let message = "the plugin trapped: boom";
+        let current = json!({"conditions": [{"type": CONDITION, "status": "False", "reason": "PluginTrapped",
+            "message": message, "lastTransitionTime": "2026-01-01T00:00:00Z"}]});
+        let api = MockApi::default();
+        let shared = shared(api.client(api_server(current, (200, cluster()))), Fence::open());
+        failure(
+            &shared,
+            &ray_cluster(),
+            "raycluster",
+            &cached(),
+            "PluginTrapped",
+            message,
+            1,
+        )
+        .await;
+        assert!(sent(&api, "PATCH", STATUS).is_empty(), "{:?}", api.received());
+        assert_eq!(
+            sent(&api, "POST", EVENTS).len(),
+            1,
+            "the Event is recorded each time"
+        );
+
+        // Another message: the condition is rewritten, its transition time kept (still False).
+        failure(
+            &shared,
+            &ray_cluster(),
+            "raycluster",
+            &cached(),
+            "PluginTrapped",
+            "other",
+            2,
+        )
+        .await;
+        let patches = sent(&api, "PATCH", STATUS);
+        assert_eq!(patches.len(), 1, "{:?}", api.received());
+        let condition = &patches[0].body["status"]["conditions"][0];
+        assert_eq!(condition["lastTransitionTime"], "2026-01-01T00:00:00Z");
+        assert_eq!(condition["message"], "other");
+    }
+
+    #[tokio::test]
+    async fn a_status_without_conditions_is_learned_once_and_not_patched_again() {
+        let refused = mock_api::status(
+            422,
+            "Invalid",
+            "RayJob.ray.io \"c\" is invalid: .status.conditions: field not declared in schema",
+        );
+        let api = MockApi::default();
+        let shared = shared(api.client(api_server(json!({}), refused)), Fence::open());
+        failure(
+            &shared,
+            &ray_cluster(),
+            "raycluster",
+            &cached(),
+            "PluginTrapped",
+            "one",
+            1,
+        )
+        .await;
+        failure(
+            &shared,
+            &ray_cluster(),
+            "raycluster",
+            &cached(),
+            "PluginTimedOut",
+            "two",
+            2,
+        )
+        .await;
+        assert_eq!(sent(&api, "PATCH", STATUS).len(), 1, "{:?}", api.received());
+        assert_eq!(sent(&api, "POST", EVENTS).len(), 2, "the Events still say why");
+    }
+
+    #[tokio::test]
+    async fn recovery_releases_the_condition_with_an_empty_status() {
+        let api = MockApi::default();
+        let shared = shared(api.client(api_server(json!({}), (200, cluster()))), Fence::open());
+        let mut object = cluster();
+        recovered(&shared, &ray_cluster(), "raycluster", &object).await;
+        assert!(
+            api.received().iter().all(|r| r.method != "PATCH"),
+            "nothing to release"
+        );
+
+        object["status"] = json!({"conditions": [{"type": CONDITION, "status": "False"}]});
+        recovered(&shared, &ray_cluster(), "raycluster", &object).await;
+        let patches = sent(&api, "PATCH", STATUS);
+        assert_eq!(patches.len(), 1, "{:?}", api.received());
+        assert_eq!(patches[0].body["status"], json!({}));
+    }
+
+    #[tokio::test]
+    async fn a_replica_that_is_not_the_leader_records_nothing() {
+        let api = MockApi::default();
+        // A term that was renewed, then ended: the replica lost the Lease.
+        let fence = Fence::term(Duration::from_secs(10));
+        fence.renewed(std::time::Instant::now());
+        let shared = shared(api.client(api_server(json!({}), (200, cluster()))), fence.clone());
+        fence.close();
+        failure(
+            &shared,
+            &ray_cluster(),
+            "raycluster",
+            &cached(),
+            "PluginTrapped",
+            "boom",
+            1,
+        )
+        .await;
+        assert!(api.received().is_empty(), "{:?}", api.received());
+    }
 
     #[test]
     fn a_plugins_error_cannot_forge_a_line_or_overflow_a_note() {

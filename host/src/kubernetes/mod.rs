@@ -10,6 +10,8 @@ mod discovery;
 pub(crate) mod errors;
 mod events;
 mod index;
+#[cfg(test)]
+pub(crate) mod mock_api;
 mod namespaces;
 pub(crate) mod overlay;
 pub(crate) mod rate_limit;
