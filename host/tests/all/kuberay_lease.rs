@@ -25,7 +25,7 @@ use crate::{
     },
 };
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     free_addr().port()
 }
 
@@ -42,7 +42,7 @@ fn start_ours(kubeconfig: &std::path::Path, ns: &str, metrics_port: u16) -> toki
 }
 
 /// Our operator binary with `plugins` and KubeRay's flags, `extra` among them.
-fn start_ours_with(
+pub(crate) fn start_ours_with(
     kubeconfig: &std::path::Path,
     ns: &str,
     metrics_port: u16,
@@ -172,7 +172,7 @@ async fn kuberays_operator_and_ours_never_lead_at_once_on_kuberays_lease() {
 }
 
 /// The sum of a labelled metric of ours over the series whose labels contain `needle`.
-async fn our_sum(port: u16, name: &str, needle: &str) -> f64 {
+pub(crate) async fn our_sum(port: u16, name: &str, needle: &str) -> f64 {
     let text = http_get(
         &format!("http://127.0.0.1:{port}/metrics"),
         Duration::from_secs(2),
@@ -331,7 +331,7 @@ async fn switching_from_kuberay_and_back_restarts_no_pod() {
 
 /// KubeRay's flag both operators need here: they run outside the Pod network and reach heads through the
 /// API server.
-const THROUGH_PROXY: &str = "--use-kubernetes-proxy=true";
+pub(crate) const THROUGH_PROXY: &str = "--use-kubernetes-proxy=true";
 
 /// The RayJob's status once `check` holds of it.
 async fn rayjob_when(

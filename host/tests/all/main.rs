@@ -50,3 +50,4 @@ mod reload;
 mod sidecar_submitter_restart;
 mod steady_state;
 mod support;
+mod switch_k8s_job;

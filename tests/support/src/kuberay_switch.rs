@@ -101,3 +101,22 @@ pub async fn submissions(client: &Client, namespace: &str, cluster: &str) -> Opt
     );
     head.get("/testenv/submissions").await.ok()?.json().ok()
 }
+
+/// How many Ray jobs of each submission id the real Ray head of `cluster` holds (Ray's `GET /api/jobs/`),
+/// or `None` when it does not answer.
+pub async fn ray_jobs(client: &Client, namespace: &str, cluster: &str) -> Option<BTreeMap<String, usize>> {
+    let head = ProxyHttp::service(
+        client.clone(),
+        namespace,
+        &format!("{cluster}-head-svc"),
+        "dashboard",
+    );
+    let list = head.get("/api/jobs/").await.ok()?.json().ok()?;
+    let mut counts = BTreeMap::new();
+    for job in list.as_array()? {
+        if let Some(id) = job["submission_id"].as_str() {
+            *counts.entry(id.to_string()).or_insert(0) += 1;
+        }
+    }
+    Some(counts)
+}
