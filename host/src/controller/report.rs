@@ -269,6 +269,20 @@ mod tests {
         Kind::new("ray.io", "v1", "RayCluster")
     }
 
+    /// The RayCluster plugin's reconcile of the cluster failed with `reason` and `message`.
+    async fn fail(shared: &Shared, reason: &str, message: &str, attempt: u32) {
+        failure(
+            shared,
+            &ray_cluster(),
+            "raycluster",
+            &cached(),
+            reason,
+            message,
+            attempt,
+        )
+        .await;
+    }
+
     fn sent(api: &MockApi, method: &str, path: &str) -> Vec<Received> {
         api.received()
             .into_iter()
@@ -282,16 +296,7 @@ mod tests {
         let client = api.client(api_server(json!({}), (200, cluster())));
         let shared = shared(client, Fence::open());
         let forged = "boom\n{\"level\":\"ERROR\"}\u{1b}[2K";
-        failure(
-            &shared,
-            &ray_cluster(),
-            "raycluster",
-            &cached(),
-            "PluginTrapped",
-            forged,
-            2,
-        )
-        .await;
+        fail(&shared, "PluginTrapped", forged, 2).await;
 
         let events = sent(&api, "POST", EVENTS);
         assert_eq!(events.len(), 1, "{:?}", api.received());
@@ -327,16 +332,7 @@ mod tests {
             "message": message, "lastTransitionTime": "2026-01-01T00:00:00Z"}]});
         let api = MockApi::default();
         let shared = shared(api.client(api_server(current, (200, cluster()))), Fence::open());
-        failure(
-            &shared,
-            &ray_cluster(),
-            "raycluster",
-            &cached(),
-            "PluginTrapped",
-            message,
-            1,
-        )
-        .await;
+        fail(&shared, "PluginTrapped", message, 1).await;
         assert!(sent(&api, "PATCH", STATUS).is_empty(), "{:?}", api.received());
         assert_eq!(
             sent(&api, "POST", EVENTS).len(),
@@ -345,16 +341,7 @@ mod tests {
         );
 
         // Another message: the condition is rewritten, its transition time kept (still False).
-        failure(
-            &shared,
-            &ray_cluster(),
-            "raycluster",
-            &cached(),
-            "PluginTrapped",
-            "other",
-            2,
-        )
-        .await;
+        fail(&shared, "PluginTrapped", "other", 2).await;
         let patches = sent(&api, "PATCH", STATUS);
         assert_eq!(patches.len(), 1, "{:?}", api.received());
         let condition = &patches[0].body["status"]["conditions"][0];
@@ -371,26 +358,8 @@ mod tests {
         );
         let api = MockApi::default();
         let shared = shared(api.client(api_server(json!({}), refused)), Fence::open());
-        failure(
-            &shared,
-            &ray_cluster(),
-            "raycluster",
-            &cached(),
-            "PluginTrapped",
-            "one",
-            1,
-        )
-        .await;
-        failure(
-            &shared,
-            &ray_cluster(),
-            "raycluster",
-            &cached(),
-            "PluginTimedOut",
-            "two",
-            2,
-        )
-        .await;
+        fail(&shared, "PluginTrapped", "one", 1).await;
+        fail(&shared, "PluginTimedOut", "two", 2).await;
         assert_eq!(sent(&api, "PATCH", STATUS).len(), 1, "{:?}", api.received());
         assert_eq!(sent(&api, "POST", EVENTS).len(), 2, "the Events still say why");
     }
@@ -421,16 +390,7 @@ mod tests {
         fence.renewed(std::time::Instant::now());
         let shared = shared(api.client(api_server(json!({}), (200, cluster()))), fence.clone());
         fence.close();
-        failure(
-            &shared,
-            &ray_cluster(),
-            "raycluster",
-            &cached(),
-            "PluginTrapped",
-            "boom",
-            1,
-        )
-        .await;
+        fail(&shared, "PluginTrapped", "boom", 1).await;
         assert!(api.received().is_empty(), "{:?}", api.received());
     }
 

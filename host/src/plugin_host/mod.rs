@@ -110,3 +110,6 @@ impl HostApi for PluginHost {
         self.report_refusal(verb, kind, reason);
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -83,6 +83,29 @@ pub(crate) fn start_ours_with(
         .expect("starting our operator")
 }
 
+/// Ours killed and KubeRay's operator started again (with `extra` flags, logging to `log`), returned once a
+/// KubeRay replica other than the first (`first`) holds the Lease in `ns`.
+pub(crate) async fn back_to_kuberay(
+    mut ours: tokio::process::Child,
+    kubeconfig: &std::path::Path,
+    ns: &str,
+    log: &std::path::Path,
+    extra: &[&str],
+    first: &str,
+) -> tokio::process::Child {
+    ours.kill().await.expect("killing our operator");
+    let kuberay = start_kuberay(kubeconfig, ns, ns, log, extra);
+    let leases: Api<Lease> = Api::namespaced(env().await.client().await.expect("a client"), ns);
+    eventually("KubeRay to lead again", Duration::from_secs(90), || async {
+        holder_of(&leases, LEASE)
+            .await
+            .filter(|h| h.as_str() != first)
+            .filter(|h| !h.starts_with("kuberay-wasm"))
+    })
+    .await;
+    kuberay
+}
+
 /// A metric of ours (`name` followed by a space: no labels), once the endpoint answers.
 async fn our_metric(port: u16, name: &str) -> Option<f64> {
     let text = http_get(
@@ -227,7 +250,7 @@ async fn switching_from_kuberay_and_back_restarts_no_pod() {
     // KubeRay goes (killed: its Lease expires), ours comes with KubeRay's flags.
     kuberay.kill().await.expect("killing KubeRay's operator");
     let port = free_port();
-    let mut ours = start_ours(&kubeconfig, ns.name(), port);
+    let ours = start_ours(&kubeconfig, ns.name(), port);
     eventually("our operator to lead", Duration::from_secs(90), || async {
         our_metric(port, "kuberay_wasm_leader")
             .await
@@ -309,15 +332,7 @@ async fn switching_from_kuberay_and_back_restarts_no_pod() {
     assert_eq!(settled.len(), 5, "{after_recreate:?} then {settled:?}");
 
     // And back: ours goes, KubeRay comes, and no Pod changes.
-    ours.kill().await.expect("killing our operator");
-    let _kuberay = start_kuberay(&kubeconfig, ns.name(), ns.name(), &log, &[]);
-    eventually("KubeRay to lead again", Duration::from_secs(90), || async {
-        holder_of(&leases, LEASE)
-            .await
-            .filter(|h| h.as_str() != kuberays.as_str())
-            .filter(|h| !h.starts_with("kuberay-wasm"))
-    })
-    .await;
+    let _kuberay = back_to_kuberay(ours, &kubeconfig, ns.name(), &log, &[], &kuberays).await;
     tokio::time::sleep(Duration::from_secs(15)).await;
     assert_eq!(
         pod_uids(&client, ns.name()).await,
@@ -390,7 +405,7 @@ async fn switching_with_a_rayjob_and_a_rayservice_in_flight_replaces_nothing() {
         kuberay_plugin_artifacts::RAYJOB,
         kuberay_plugin_artifacts::RAYSERVICE,
     ];
-    let mut ours = start_ours_with(&kubeconfig, ns.name(), port, &plugins, &[THROUGH_PROXY]);
+    let ours = start_ours_with(&kubeconfig, ns.name(), port, &plugins, &[THROUGH_PROXY]);
     for controller in ["rayjob", "rayservice"] {
         let label = format!(r#"controller="{controller}""#);
         eventually(
@@ -427,15 +442,7 @@ async fn switching_with_a_rayjob_and_a_rayservice_in_flight_replaces_nothing() {
     );
 
     // And back to KubeRay: nothing replaced either, and the finished job stays finished.
-    ours.kill().await.expect("killing our operator");
-    let _kuberay = start_kuberay(&kubeconfig, ns.name(), ns.name(), &log, &[THROUGH_PROXY]);
-    eventually("KubeRay to lead again", Duration::from_secs(90), || async {
-        holder_of(&leases, LEASE)
-            .await
-            .filter(|h| h.as_str() != kuberays.as_str())
-            .filter(|h| !h.starts_with("kuberay-wasm"))
-    })
-    .await;
+    let _kuberay = back_to_kuberay(ours, &kubeconfig, ns.name(), &log, &[THROUGH_PROXY], &kuberays).await;
     tokio::time::sleep(Duration::from_secs(15)).await;
     let back = ready(&services, "rayservice-sample").await;
     assert_eq!(active_cluster(&back), service_cluster, "{back}\n{}", read_log());

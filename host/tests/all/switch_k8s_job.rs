@@ -15,7 +15,7 @@ use kuberay_testenv::{
 use serde_json::{Value, json};
 
 use crate::{
-    kuberay_lease::{THROUGH_PROXY, free_port, our_sum, start_ours_with},
+    kuberay_lease::{THROUGH_PROXY, back_to_kuberay, free_port, our_sum, start_ours_with},
     leadership::holder_of,
     support::{apply, env, eventually, pods, ray_api, scratch_dir, status_of},
 };
@@ -183,7 +183,7 @@ async fn a_k8s_job_mode_rayjob_in_flight_survives_the_switch_both_ways() {
         kuberay_plugin_artifacts::RAYCLUSTER,
         kuberay_plugin_artifacts::RAYJOB,
     ];
-    let mut ours = start_ours_with(&kubeconfig, ns.name(), port, &plugins, &[THROUGH_PROXY]);
+    let ours = start_ours_with(&kubeconfig, ns.name(), port, &plugins, &[THROUGH_PROXY]);
     eventually("ours to reconcile RayJobs", Duration::from_secs(120), || async {
         (our_sum(
             port,
@@ -202,14 +202,6 @@ async fn a_k8s_job_mode_rayjob_in_flight_survives_the_switch_both_ways() {
     let from_ours = in_flight(&client, &ns, &jobs, "from-ours").await;
 
     // Ours goes while the second job runs; KubeRay's operator takes it over and finishes it.
-    ours.kill().await.expect("killing our operator");
-    let _kuberay = start_kuberay(&kubeconfig, ns.name(), ns.name(), &log, &[THROUGH_PROXY]);
-    eventually("KubeRay to lead again", Duration::from_secs(90), || async {
-        holder_of(&leases, LEASE)
-            .await
-            .filter(|h| h.as_str() != kuberays.as_str())
-            .filter(|h| !h.starts_with("kuberay-wasm"))
-    })
-    .await;
+    let _kuberay = back_to_kuberay(ours, &kubeconfig, ns.name(), &log, &[THROUGH_PROXY], &kuberays).await;
     finishes_as_started(env, &client, &ns, &jobs, &from_ours, &read_log()).await;
 }
