@@ -10,13 +10,13 @@ use kube::{
     Api, Client,
     api::{DeleteParams, DynamicObject, Patch, PatchParams},
 };
-use kuberay_testenv::{HeadMode, TestEnv, TestNamespace, annotations, proxy_http::ProxyHttp};
+use kuberay_testenv::{TestEnv, TestNamespace, annotations, proxy_http::ProxyHttp};
 use serde_json::{Value, json};
 
 use crate::isolated::{IsolatedOperator, never_direct, succeeded_on};
 use crate::support::{
     OperatorOptions, apply, env, eventually, namespace, plugins_dir_with, ray_api, rayclusters,
-    ready_cluster, sample, start_operator, status_of,
+    ready_cluster, real_ray_namespace, sample, start_operator, status_of,
 };
 
 /// A finalizer only the tests set and remove.
@@ -191,10 +191,7 @@ async fn check_sample(
 async fn kuberay_rayjob_samples_complete_on_real_ray_heads_directly() {
     let env = env().await;
     let client = env.client().await.unwrap();
-    let ns = env
-        .namespace_with("rayjob-real", Some(HeadMode::Real))
-        .await
-        .unwrap();
+    let (ns, _turn) = real_ray_namespace(env, "rayjob-real").await;
     let operator = rayjob_operator(env, &ns).await;
     run_samples(&client, &ns).await;
     assert!(
@@ -210,10 +207,7 @@ async fn kuberay_rayjob_samples_complete_on_real_ray_heads_directly() {
 async fn kuberay_rayjob_samples_complete_through_the_api_server_proxy_only() {
     let env = env().await;
     let client = env.client().await.unwrap();
-    let ns = env
-        .namespace_with("rayjob-proxy", Some(HeadMode::Real))
-        .await
-        .unwrap();
+    let (ns, _turn) = real_ray_namespace(env, "rayjob-proxy").await;
     // The operator runs where no Pod address is reachable; only the API server is.
     let plugins = [
         kuberay_plugin_artifacts::RAYCLUSTER,
@@ -255,10 +249,7 @@ async fn submitter_log(env: &TestEnv, client: &Client, ns: &TestNamespace, job: 
 async fn k8s_job_mode_submitters_run_ray_job_submit_against_real_heads() {
     let env = env().await;
     let client = env.client().await.unwrap();
-    let ns = env
-        .namespace_with("rayjob-submitter", Some(HeadMode::Real))
-        .await
-        .unwrap();
+    let (ns, _turn) = real_ray_namespace(env, "rayjob-submitter").await;
     let operator = rayjob_operator(env, &ns).await;
     let api = rayjobs(&client, &ns);
     let greet = "python -c \"import os; print('job says', os.environ['GREETING'])\"";

@@ -9,12 +9,15 @@
 use std::time::Duration;
 
 use kube::{Api, Client, api::DynamicObject};
-use kuberay_testenv::{HeadMode, TestNamespace, proxy_http::ProxyHttp};
+use kuberay_testenv::{TestNamespace, proxy_http::ProxyHttp};
 use serde_json::{Value, json};
 
 use crate::{
     isolated::{IsolatedOperator, never_direct, succeeded_on},
-    support::{OperatorOptions, apply, env, eventually, ray_api, rayclusters, start_operator, status_of},
+    support::{
+        OperatorOptions, apply, env, eventually, ray_api, rayclusters, real_ray_namespace, start_operator,
+        status_of,
+    },
 };
 
 const NAME: &str = "rayservice-sample";
@@ -118,10 +121,7 @@ async fn delete_service(client: &Client, ns: &TestNamespace) {
 async fn the_rayservice_sample_serves_on_a_real_head_through_the_proxy_and_directly() {
     let env = env().await;
     let client = env.client().await.unwrap();
-    let ns = env
-        .namespace_with("rayservice-real", Some(HeadMode::Real))
-        .await
-        .unwrap();
+    let (ns, _turn) = real_ray_namespace(env, "rayservice-real").await;
     let plugins = [
         kuberay_plugin_artifacts::RAYCLUSTER,
         kuberay_plugin_artifacts::RAYSERVICE,

@@ -114,6 +114,24 @@ pub async fn namespace(env: &TestEnv, prefix: &str) -> TestNamespace {
         .expect("creating a test namespace")
 }
 
+/// A namespace whose Ray head Pods run real Ray, and this test's turn at real Ray: hold the turn to the end of
+/// the test. A real head is a GCS, a raylet, a dashboard and their agents, and every job adds a driver and
+/// workers; two tests starting several heads each at once starved each other past their deadlines on 2 cores, so
+/// the tests with real heads run one at a time while the other test threads go on with the rest.
+pub async fn real_ray_namespace(
+    env: &TestEnv,
+    prefix: &str,
+) -> (TestNamespace, tokio::sync::SemaphorePermit<'static>) {
+    static TURN: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
+    // Never closed; a test that panicked released its permit as it unwound.
+    let turn = TURN.acquire().await.expect("the real-Ray turn is never closed");
+    let ns = env
+        .namespace_with(prefix, Some(HeadMode::Real))
+        .await
+        .expect("creating a test namespace");
+    (ns, turn)
+}
+
 /// An operator running in this test's runtime.
 pub struct Operator {
     pub metrics: Metrics,

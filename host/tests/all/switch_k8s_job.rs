@@ -9,7 +9,7 @@ use std::{collections::BTreeMap, time::Duration};
 use k8s_openapi::api::{batch::v1::Job, coordination::v1::Lease};
 use kube::{Api, Client, api::DynamicObject};
 use kuberay_testenv::{
-    HeadMode, TestEnv, TestNamespace,
+    TestEnv, TestNamespace,
     kuberay_switch::{LEASE, pod_uids, ray_jobs, start_kuberay},
 };
 use serde_json::{Value, json};
@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use crate::{
     kuberay_lease::{THROUGH_PROXY, back_to_kuberay, free_port, our_sum, start_ours_with},
     leadership::holder_of,
-    support::{apply, env, eventually, pods, ray_api, scratch_dir, status_of},
+    support::{apply, env, eventually, pods, ray_api, real_ray_namespace, scratch_dir, status_of},
 };
 
 /// A RayJob in `K8sJobMode` (KubeRay's default: no `submissionMode`) whose job sleeps `seconds`.
@@ -159,10 +159,7 @@ async fn finishes_as_started(
 async fn a_k8s_job_mode_rayjob_in_flight_survives_the_switch_both_ways() {
     let env = env().await;
     let client = env.client().await.unwrap();
-    let ns = env
-        .namespace_with("switch-k8s-job", Some(HeadMode::Real))
-        .await
-        .unwrap();
+    let (ns, _turn) = real_ray_namespace(env, "switch-k8s-job").await;
     let leases: Api<Lease> = Api::namespaced(client.clone(), ns.name());
     let log = scratch_dir("switch-k8s-job").join("kuberay-operator.log");
     let read_log = || std::fs::read_to_string(&log).unwrap_or_default();
