@@ -331,6 +331,9 @@ fn cargo(project: &Path, repo: &Path, args: &[&str]) {
         "CARGO_BUILD_RUSTFLAGS",
         "CARGO_BUILD_TARGET",
         "CARGO_MANIFEST_DIR",
+        // `make test` lints our workspace through these; a new author's project builds with plain rustc.
+        "RUSTC_WORKSPACE_WRAPPER",
+        "CLIPPY_ARGS",
     ] {
         command.env_remove(var);
     }
