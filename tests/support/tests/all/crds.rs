@@ -115,3 +115,21 @@ async fn gateway_api_crds_install_and_serve_gateways_and_httproutes() {
         .unwrap();
     assert_eq!(created.data["spec"]["rules"][0]["backendRefs"][1]["weight"], 30);
 }
+
+#[tokio::test]
+async fn a_crd_changed_on_the_server_is_applied_again() {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube::api::{Patch, PatchParams};
+    let env = env().await;
+    env.install_crds().await.unwrap();
+    let crds: Api<CustomResourceDefinition> = Api::all(env.client().await.unwrap());
+    let name = "rayclusters.ray.io";
+    let wanted = crds.get(name).await.unwrap().spec.names.categories;
+    let patch = json!({"spec": {"names": {"categories": ["changed-by-the-test"]}}});
+    crds.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    // The server now holds something the file does not say, so installing applies the file again.
+    env.install_crds().await.unwrap();
+    assert_eq!(crds.get(name).await.unwrap().spec.names.categories, wanted);
+}
